@@ -1,0 +1,138 @@
+# ringsum: build the io_uring BLAKE3 hashers and drive the benchmarks.
+# `make sweep` and `make test` install what they need on a fresh Debian 12 machine.
+
+BLAKE3_VERSION := 1.8.7
+B3SUM_VERSION  := 1.8.7
+APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin
+PYTHON         ?= python3
+
+BUILD   := build
+TOOLS   := .tools
+VENV    := .venv
+B3SUM   := $(TOOLS)/bin/b3sum
+VENV_OK := $(VENV)/.installed
+BLAKE3  := $(BUILD)/vendor/blake3-$(BLAKE3_VERSION)/c
+BLAKE3_LIB := $(BUILD)/blake3/libblake3.a
+SWEEP_CONFIG ?= configs/quick.toml
+SWEEP_FILE   ?= $(BUILD)/data/sweep-1G.bin
+
+# Variant sources (hashers/<variant>.c) and the programs they become.
+VARIANTS := singlethread multithread pread
+BIN_singlethread := liburing_b3sum_singlethread
+BIN_multithread  := liburing_b3sum_multithread
+BIN_pread        := b3sum_pread
+CORE     := options ring trace output main
+HEADERS  := $(wildcard hashers/*.h)
+
+LIBURING_VERSION = $(shell dpkg-query -W -f='$${Version}' liburing-dev 2>/dev/null)
+CFLAGS  ?= -O3 -g
+CFLAGS  += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -pthread -I$(BLAKE3) -DBLAKE3_USE_TBB \
+	   -DRINGSUM_LIBURING_VERSION='"$(LIBURING_VERSION)"'
+LDLIBS  := -luring -ltbb -lstdc++ -pthread
+
+# Build flavours, each in its own tree so that they coexist.
+FLAVOURS      := release notrace asan tsan
+DIR_release   := $(BUILD)
+DIR_notrace   := $(BUILD)/notrace
+DIR_asan      := $(BUILD)/asan
+DIR_tsan      := $(BUILD)/tsan
+FLAGS_release :=
+FLAGS_notrace := -DRINGSUM_NO_TRACE
+FLAGS_asan    := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+FLAGS_tsan    := -O1 -fsanitize=thread
+bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
+
+.PHONY: all deps deps-apt test test-sanitize bench sweep verify clean distclean
+all: $(call bins,release)
+
+define compile_rule
+$(DIR_$(1))/obj/%.o: hashers/%.c $(HEADERS) | $(BLAKE3)/blake3.h /usr/include/liburing.h
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(FLAGS_$(1)) -c $$< -o $$@
+endef
+define link_rule
+$(DIR_$(1))/bin/$(BIN_$(2)): $(DIR_$(1))/obj/$(2).o $(foreach c,$(CORE),$(DIR_$(1))/obj/$(c).o) $(BLAKE3_LIB)
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(FLAGS_$(1)) $$^ -o $$@ $$(LDLIBS)
+endef
+$(foreach f,$(FLAVOURS),$(eval $(call compile_rule,$(f))))
+$(foreach f,$(FLAVOURS),$(foreach v,$(VARIANTS),$(eval $(call link_rule,$(f),$(v)))))
+
+# --- the official BLAKE3 C library, from the blake3 crate, built with SIMD assembly and TBB ---
+BLAKE3_C_SRCS := blake3.c blake3_dispatch.c blake3_portable.c
+BLAKE3_S_SRCS := blake3_sse2_x86-64_unix.S blake3_sse41_x86-64_unix.S \
+		 blake3_avx2_x86-64_unix.S blake3_avx512_x86-64_unix.S
+BLAKE3_OBJS := $(addprefix $(BUILD)/blake3/,$(BLAKE3_C_SRCS:.c=.o) $(BLAKE3_S_SRCS:.S=.o) blake3_tbb.o)
+
+$(BLAKE3_LIB): $(BLAKE3_OBJS)
+	$(AR) rcs $@ $^
+$(BUILD)/blake3/%.o: $(BLAKE3)/%.c | $(BLAKE3)/blake3.h
+	@mkdir -p $(@D)
+	$(CC) -O3 -DBLAKE3_USE_TBB -c $< -o $@
+$(BUILD)/blake3/%.o: $(BLAKE3)/%.S | $(BLAKE3)/blake3.h
+	@mkdir -p $(@D)
+	$(CC) -c $< -o $@
+# Debian 12's TBB (2021.8) is older than BLAKE3's CMake check wants; the source itself builds fine.
+$(BUILD)/blake3/blake3_tbb.o: $(BLAKE3)/blake3_tbb.cpp | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+	@mkdir -p $(@D)
+	$(CXX) -std=c++20 -O3 -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB -c $< -o $@
+
+# The fetch brings every source file along with the header.
+$(addprefix $(BLAKE3)/,$(BLAKE3_C_SRCS) $(BLAKE3_S_SRCS) blake3_tbb.cpp): $(BLAKE3)/blake3.h ;
+$(BLAKE3)/blake3.h:
+	@command -v cargo >/dev/null || { echo "fatal: cargo not found; install Rust (rustup) to fetch BLAKE3"; exit 1; }
+	@mkdir -p $(BUILD)/blake3-fetch/src
+	@printf '[package]\nname = "ringsum-blake3-fetch"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n[dependencies]\nblake3 = "=$(BLAKE3_VERSION)"\n' > $(BUILD)/blake3-fetch/Cargo.toml
+	@touch $(BUILD)/blake3-fetch/src/lib.rs
+	cd $(BUILD)/blake3-fetch && cargo vendor --quiet --versioned-dirs ../vendor > /dev/null
+	@test -f $@ && touch $@
+
+# --- set-up: Debian packages (only what is missing), b3sum, the Python venv ---
+deps: deps-apt $(BLAKE3)/blake3.h $(B3SUM) $(VENV_OK)
+
+deps-apt:
+	@missing=$$(for p in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+		echo "installing from Debian:" $$missing; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+/usr/include/liburing.h /usr/include/oneapi/tbb.h:
+	$(MAKE) deps-apt
+
+$(B3SUM):
+	cargo install --locked --quiet b3sum --version $(B3SUM_VERSION) --root $(TOOLS)
+
+$(VENV_OK): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+	@touch $@
+
+# --- the jobs ---
+export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
+
+test: deps all $(call bins,notrace)
+	$(VENV)/bin/python -m pytest -q
+
+test-sanitize: deps $(call bins,asan) $(call bins,tsan)
+	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(VENV)/bin/python -m pytest -q tests/test_hashers.py
+	RINGSUM_BIN_DIR=$(DIR_tsan)/bin RINGSUM_VARIANTS=$(BIN_multithread) \
+		$(VENV)/bin/python -m pytest -q tests/test_hashers.py
+
+bench: deps all $(call bins,notrace)
+	$(VENV)/bin/python -m harness.bench_trace
+
+sweep: deps all
+	$(VENV)/bin/ringsum run $(SWEEP_CONFIG) --file $(SWEEP_FILE) --size 1G
+
+verify: deps-apt
+	bash hashers/model/verify.sh
+
+clean:
+	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/blake3 $(foreach f,notrace asan tsan,$(DIR_$(f)))
+
+distclean:
+	rm -rf $(BUILD) $(TOOLS) $(VENV)

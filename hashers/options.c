@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/* Command line of every hasher: long options, or the article's eight positional arguments. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ringsum.h"
+
+#define DEFAULT_BLOCK_SIZE (512u << 10)
+#define DEFAULT_QUEUE_DEPTH 4u
+#define ARTICLE_ARGC 9			/* PROG FILE and seven numbers */
+
+static const struct option long_options[] = {
+	{ "block-size",			required_argument,	NULL, 'b' },
+	{ "queue-depth",		required_argument,	NULL, 'q' },
+	{ "buffers",			required_argument,	NULL, 'n' },
+	{ "direct",			no_argument,		NULL, 'd' },
+	{ "process-in-inner-loop",	no_argument,		NULL, 'i' },
+	{ "drain",			no_argument,		NULL, 'D' },
+	{ "link",			no_argument,		NULL, 'L' },
+	{ "trace",			required_argument,	NULL, 't' },
+	{ "help",			no_argument,		NULL, 'h' },
+	{ "version",			no_argument,		NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *out, const char *prog)
+{
+	fprintf(out,
+		"Usage: %s [OPTION]... FILE...\n"
+		"   or: %s FILE BLOCK_KIB QUEUE_DEPTH USE_O_DIRECT PROCESS_IN_INNER_LOOP BUFFERS USE_DRAIN USE_LINK\n"
+		"Print the BLAKE3 hash of each FILE, as b3sum does, reading it through a ring of buffers.\n\n"
+		"  -b, --block-size SIZE        bytes per read and per buffer, K/M/G suffixes (default 512K)\n"
+		"  -q, --queue-depth N          limit on unfinished read requests (default %u)\n"
+		"  -n, --buffers N              buffers in the ring (default: the queue depth)\n"
+		"  -d, --direct                 read with O_DIRECT; SIZE must be a multiple of 4096 (default off)\n"
+		"      --process-in-inner-loop  hash after every reaped completion (default off)\n"
+		"      --drain                  set IOSQE_IO_DRAIN on every read (default off)\n"
+		"      --link                   chain the reads of each submission with IOSQE_IO_LINK (default off)\n"
+		"      --trace FILE             write a CSV row per consumer run: time_ns, in_flight, reaped,\n"
+		"                               blocks_hashed, bytes_hashed (default off)\n"
+		"  -h, --help                   show this help\n"
+		"  -V, --version                show versions of this program, BLAKE3 and liburing\n\n"
+		"Knobs a variant does not use (queue depth for the pread loop) are checked, then ignored.\n"
+		"In the positional form BLOCK_KIB is in KiB and the flags are 0 or 1; put -- before\n"
+		"FILE arguments that would otherwise look like that form.\n"
+		"Exit status: 0 if every FILE was hashed, 1 if any failed, 2 for a bad command line.\n",
+		prog, prog, DEFAULT_QUEUE_DEPTH);
+}
+
+static int bad_usage(const char *prog, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see --help)\n");
+	return 2;
+}
+
+/* A whole decimal number, nothing before or after it. */
+static bool parse_count(const char *text, unsigned long long *value)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)text[0]))
+		return false;
+	errno = 0;
+	*value = strtoull(text, &end, 10);
+	return errno == 0 && *end == '\0';
+}
+
+/* Bytes, with an optional binary K, M or G suffix. */
+static bool parse_size(const char *text, size_t *bytes)
+{
+	unsigned long long value;
+	unsigned shift = 0;
+	char *end;
+
+	if (!isdigit((unsigned char)text[0]))
+		return false;
+	errno = 0;
+	value = strtoull(text, &end, 10);
+	if (errno)
+		return false;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	}
+	if (*end != '\0' || value > (SIZE_MAX >> shift))
+		return false;
+	*bytes = (size_t)value << shift;
+	return true;
+}
+
+static bool parse_unsigned(const char *text, unsigned *value)
+{
+	unsigned long long v;
+
+	if (!parse_count(text, &v) || v > UINT32_MAX)
+		return false;
+	*value = (unsigned)v;
+	return true;
+}
+
+/* FILE and seven numbers, no options: the article's command lines run as they were. */
+static bool is_article_form(int argc, char **argv)
+{
+	unsigned long long ignored;
+
+	if (argc != ARTICLE_ARGC || argv[1][0] == '-')
+		return false;
+	for (int i = 2; i < argc; i++)
+		if (!parse_count(argv[i], &ignored))
+			return false;
+	return true;
+}
+
+static int parse_article_form(struct options *opts, char **argv, const char *prog)
+{
+	static const char *const names[] = { "BLOCK_KIB", "QUEUE_DEPTH", "USE_O_DIRECT",
+		"PROCESS_IN_INNER_LOOP", "BUFFERS", "USE_DRAIN", "USE_LINK" };
+	unsigned long long v[7];
+
+	for (int i = 0; i < 7; i++) {
+		parse_count(argv[i + 2], &v[i]);
+		if ((i == 2 || i == 3 || i >= 5) && v[i] > 1)
+			return bad_usage(prog, "%s must be 0 or 1, got %s", names[i], argv[i + 2]);
+		if ((i == 1 || i == 4) && v[i] > UINT32_MAX)
+			return bad_usage(prog, "%s is too large: %s", names[i], argv[i + 2]);
+	}
+	if (v[0] > (MAX_BLOCK_SIZE >> 10))
+		return bad_usage(prog, "BLOCK_KIB %s is larger than the 1G maximum", argv[2]);
+	opts->block_size = v[0] << 10;
+	opts->queue_depth = v[1];
+	opts->direct = v[2];
+	opts->process_in_inner_loop = v[3];
+	opts->buffers = v[4];
+	opts->drain = v[5];
+	opts->link = v[6];
+	opts->files = &argv[1];
+	opts->nr_files = 1;
+	return -1;
+}
+
+static int parse_long_form(struct options *opts, int argc, char **argv, const char *prog)
+{
+	bool buffers_given = false;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":b:q:n:dhV", long_options, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			if (!parse_size(optarg, &opts->block_size))
+				return bad_usage(prog, "invalid --block-size '%s': expected bytes with an optional K, M or G suffix", optarg);
+			break;
+		case 'q':
+			if (!parse_unsigned(optarg, &opts->queue_depth))
+				return bad_usage(prog, "invalid --queue-depth '%s': expected a whole number", optarg);
+			break;
+		case 'n':
+			if (!parse_unsigned(optarg, &opts->buffers))
+				return bad_usage(prog, "invalid --buffers '%s': expected a whole number", optarg);
+			buffers_given = true;
+			break;
+		case 'd': opts->direct = true; break;
+		case 'i': opts->process_in_inner_loop = true; break;
+		case 'D': opts->drain = true; break;
+		case 'L': opts->link = true; break;
+		case 't': opts->trace_path = optarg; break;
+		case 'h':
+			usage(stdout, prog);
+			return 0;
+		case 'V':
+			printf("%s (ringsum %s) BLAKE3 %s liburing %s\n", prog, RINGSUM_VERSION,
+			       blake3_version(), RINGSUM_LIBURING_VERSION);
+			return 0;
+		case ':':
+			return bad_usage(prog, "option '%s' needs a value", argv[optind - 1]);
+		default:
+			if (optopt)
+				return bad_usage(prog, "unknown option '-%c'", optopt);
+			return bad_usage(prog, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (!buffers_given)
+		opts->buffers = opts->queue_depth;
+	opts->files = &argv[optind];
+	opts->nr_files = argc - optind;
+	return -1;
+}
+
+static int validate(const struct options *opts, const char *prog)
+{
+	if (opts->nr_files == 0)
+		return bad_usage(prog, "no FILE given");
+	if (opts->block_size == 0)
+		return bad_usage(prog, "the block size must be at least 1 byte");
+	if (opts->block_size > MAX_BLOCK_SIZE)
+		return bad_usage(prog, "the block size %zu is larger than the 1G maximum", opts->block_size);
+	if (opts->direct && opts->block_size % DIRECT_ALIGN)
+		return bad_usage(prog, "O_DIRECT needs a block size that is a multiple of %u bytes, got %zu",
+				 DIRECT_ALIGN, opts->block_size);
+	if (opts->queue_depth == 0)
+		return bad_usage(prog, "the queue depth must be at least 1");
+	if (opts->queue_depth > MAX_QUEUE_DEPTH)
+		return bad_usage(prog, "the queue depth %u exceeds the kernel limit of %u (IORING_MAX_ENTRIES)",
+				 opts->queue_depth, MAX_QUEUE_DEPTH);
+	if (opts->buffers == 0)
+		return bad_usage(prog, "the ring needs at least 1 buffer");
+#ifdef RINGSUM_NO_TRACE
+	if (opts->trace_path)
+		return bad_usage(prog, "this build has no trace code; --trace is not available");
+#endif
+	return -1;
+}
+
+/* Returns -1 to go on, or the exit status to leave with at once. */
+int parse_options(struct options *opts, int argc, char **argv, const struct variant *v)
+{
+	int ret;
+
+	memset(opts, 0, sizeof(*opts));
+	opts->block_size = DEFAULT_BLOCK_SIZE;
+	opts->queue_depth = DEFAULT_QUEUE_DEPTH;
+	if (is_article_form(argc, argv))
+		ret = parse_article_form(opts, argv, v->name);
+	else
+		ret = parse_long_form(opts, argc, argv, v->name);
+	return ret >= 0 ? ret : validate(opts, v->name);
+}

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ring buffer protocol shared by every io_uring hasher.
+ *
+ * Block b of the file lives in cell b % nr_cells. A cell is consumed (free),
+ * requested (read in flight) or available (read, waiting to be hashed).
+ * The producer head turns consumed cells into requested ones, in file order,
+ * while fewer than queue_depth requests are unfinished; completions turn
+ * requested cells into available ones, in any order; the consumer head hashes
+ * available cells in file order and turns them back into consumed ones.
+ * Each head only ever moves forward, and the producer head never passes a
+ * cell the consumer has not released, so every block is hashed exactly once,
+ * in order.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ringsum.h"
+
+/* A request that keeps failing transiently this often without progress is an error, not a hang. */
+#define MAX_RETRIES 1000
+
+static const unsigned droppable_setup_flags[] = {
+	IORING_SETUP_DEFER_TASKRUN,
+	IORING_SETUP_SINGLE_ISSUER,
+	IORING_SETUP_TASKRUN_FLAG,
+	IORING_SETUP_COOP_TASKRUN,
+};
+
+static int setup_uring(struct ring *r, unsigned flags)
+{
+	struct io_uring_params p;
+	unsigned i = 0;
+	int ret;
+
+	for (;;) {
+		memset(&p, 0, sizeof(p));
+		p.flags = flags;
+		ret = io_uring_queue_init_params(r->queue_depth, &r->uring, &p);
+		if (ret != -EINVAL || i == sizeof(droppable_setup_flags) / sizeof(droppable_setup_flags[0]))
+			return ret;
+		flags &= ~droppable_setup_flags[i++];
+	}
+}
+
+int ring_setup(struct ring *r, const struct options *opts, const struct variant *v)
+{
+	size_t bytes;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	r->eventfd = -1;
+	r->block_size = opts->block_size;
+	r->queue_depth = opts->queue_depth;
+	r->nr_cells = v->uses_uring ? opts->buffers : 1;
+	r->direct = opts->direct;
+	r->link = opts->link;
+	r->process_in_inner_loop = opts->process_in_inner_loop;
+	r->sqe_flags = (opts->drain ? IOSQE_IO_DRAIN : 0) | (opts->link ? IOSQE_IO_LINK : 0);
+
+	if (__builtin_mul_overflow(r->block_size, (size_t)r->nr_cells, &bytes))
+		return -ENOMEM;
+	ret = posix_memalign((void **)&r->memory, DIRECT_ALIGN, bytes);
+	if (ret)
+		return -ret;
+	r->cells = calloc(r->nr_cells, sizeof(*r->cells));
+	if (!r->cells)
+		return -ENOMEM;
+	for (unsigned i = 0; i < r->nr_cells; i++)
+		r->cells[i].buf = r->memory + (size_t)i * r->block_size;
+
+	if (!v->uses_uring)
+		return 0;
+	ret = setup_uring(r, v->setup_flags);
+	if (ret < 0)
+		return ret;
+	r->have_uring = true;
+	if (v->uses_eventfd) {
+		r->eventfd = eventfd(0, EFD_CLOEXEC);
+		if (r->eventfd < 0)
+			return -errno;
+		ret = io_uring_register_eventfd(&r->uring, r->eventfd);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+void ring_teardown(struct ring *r)
+{
+	if (r->have_uring)
+		io_uring_queue_exit(&r->uring);
+	if (r->eventfd >= 0)
+		close(r->eventfd);
+	free(r->cells);
+	free(r->memory);
+}
+
+void ring_start(struct ring *r, int fd, uint64_t file_size)
+{
+	r->fd = fd;
+	r->file_size = file_size;
+	r->nr_blocks = file_size / r->block_size + (file_size % r->block_size != 0);
+	r->producer_head = 0;
+	r->consumer_head = 0;
+	r->bytes_hashed = 0;
+	r->last_sqe = NULL;
+	atomic_store(&r->in_flight, 0);
+	atomic_store(&r->reaped, 0);
+	atomic_store(&r->error, 0);
+	for (unsigned i = 0; i < r->nr_cells; i++)
+		atomic_store(&r->cells[i].state, CELL_CONSUMED);
+}
+
+/* --- waking the other side (only the multithreaded variant ever sleeps) --- */
+
+static void wake_producer(struct ring *r)
+{
+	if (r->eventfd >= 0 && atomic_load(&r->producer_sleeping))
+		eventfd_write(r->eventfd, 1);
+}
+
+static void wake_consumer(struct ring *r)
+{
+	if (atomic_load(&r->consumer_sleeping)) {
+		atomic_fetch_add(&r->consumer_wakeups, 1);
+		syscall(SYS_futex, &r->consumer_wakeups, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	}
+}
+
+void ring_fail(struct ring *r, int err)
+{
+	int none = 0;
+
+	atomic_compare_exchange_strong(&r->error, &none, err);
+	wake_consumer(r);
+	if (r->eventfd >= 0)
+		eventfd_write(r->eventfd, 1);
+}
+
+/*
+ * The sleeping flag is stored before the condition is checked again, and the
+ * other side changes the condition before it loads the flag (all seq_cst):
+ * one of the two always sees the other, so no wake-up is lost.
+ */
+void ring_producer_sleep(struct ring *r)
+{
+	eventfd_t ignored;
+
+	atomic_store(&r->producer_sleeping, true);
+	if (!io_uring_cq_ready(&r->uring) && !ring_can_request(r) && !atomic_load(&r->error))
+		eventfd_read(r->eventfd, &ignored);
+	atomic_store(&r->producer_sleeping, false);
+}
+
+void ring_consumer_sleep(struct ring *r)
+{
+	uint32_t seen = atomic_load(&r->consumer_wakeups);
+
+	atomic_store(&r->consumer_sleeping, true);
+	if (!ring_consumed_all(r) && cell_state(cell_of(r, r->consumer_head)) != CELL_AVAILABLE &&
+	    !atomic_load(&r->error))
+		syscall(SYS_futex, &r->consumer_wakeups, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+	atomic_store(&r->consumer_sleeping, false);
+}
+
+/* --- producer: request --- */
+
+static void set_in_flight(struct ring *r, unsigned in_flight)
+{
+	/* Only the producer writes it; the consumer reads it for the trace. */
+	atomic_store_explicit(&r->in_flight, in_flight, memory_order_relaxed);
+}
+
+/* Queue a read of what the cell still lacks; with O_DIRECT it stays aligned. */
+static int queue_read(struct ring *r, struct cell *c)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring);
+	size_t start = c->got, end = c->want;
+
+	if (!sqe)
+		return -EBUSY;
+	if (r->direct) {
+		start &= ~(size_t)(DIRECT_ALIGN - 1);
+		end = (end + DIRECT_ALIGN - 1) & ~(size_t)(DIRECT_ALIGN - 1);
+		c->got = start;
+	}
+	io_uring_prep_read(sqe, r->fd, c->buf + start, end - start, c->offset + start);
+	io_uring_sqe_set_data(sqe, c);
+	sqe->flags |= r->sqe_flags;
+	r->last_sqe = sqe;
+	set_in_flight(r, ring_in_flight(r) + 1);
+	return 0;
+}
+
+bool ring_can_request(struct ring *r)
+{
+	return r->producer_head < r->nr_blocks && ring_in_flight(r) < r->queue_depth &&
+	       atomic_load(&cell_of(r, r->producer_head)->state) == CELL_CONSUMED;
+}
+
+int ring_request(struct ring *r)
+{
+	int requested = 0, ret;
+
+	while (ring_can_request(r)) {
+		struct cell *c = cell_of(r, r->producer_head);
+
+		c->offset = r->producer_head * r->block_size;
+		c->want = r->file_size - c->offset < r->block_size ? r->file_size - c->offset : r->block_size;
+		c->got = 0;
+		c->retries = 0;
+		atomic_store_explicit(&c->state, CELL_REQUESTED, memory_order_relaxed);
+		ret = queue_read(r, c);
+		if (ret < 0)
+			return ret;
+		r->producer_head++;
+		requested++;
+	}
+	return requested;
+}
+
+int ring_submit(struct ring *r)
+{
+	int ret, tries = 0;
+
+	/* A chain ends with its submission: a link flag on the last read would join the next batch. */
+	if (r->link && r->last_sqe)
+		r->last_sqe->flags &= ~IOSQE_IO_LINK;
+	r->last_sqe = NULL;
+	do {
+		ret = io_uring_submit(&r->uring);
+		if (ret == -EAGAIN)
+			sched_yield();
+	} while ((ret == -EINTR || ret == -EAGAIN) && ++tries < MAX_RETRIES);
+	return ret < 0 ? ret : 0;
+}
+
+/* --- producer: reap completions --- */
+
+static int complete_read(struct ring *r, struct cell *c, int res)
+{
+	if (res == -EAGAIN || res == -EINTR || res == -ECANCELED) {
+		if (++c->retries > MAX_RETRIES)
+			return res;
+		return queue_read(r, c);
+	}
+	if (res == -EINVAL && r->direct)
+		return -ERR_DIRECT_UNSUPPORTED;
+	if (res < 0)
+		return res;
+	if (res == 0)
+		return -ERR_FILE_SHRANK;
+	c->got += res;
+	c->retries = 0;
+	if (c->got > c->want)
+		return -ERR_FILE_CHANGED;	/* an O_DIRECT read found data past the size seen at open */
+	if (c->got < c->want)
+		return queue_read(r, c);
+	atomic_store(&c->state, CELL_AVAILABLE);
+	wake_consumer(r);
+	return 0;
+}
+
+/*
+ * Reap one completion: returns 1 if one was reaped, 0 if none was ready.
+ * Waiting is only safe while something is in flight; the single-threaded loop
+ * relies on that always holding when it waits, so say so if it ever does not.
+ */
+int ring_reap_one(struct ring *r, bool wait)
+{
+	struct io_uring_cqe *cqe;
+	struct cell *c;
+	int ret, res;
+
+	if (wait && ring_in_flight(r) == 0)
+		return -ERR_STALLED;
+	ret = wait ? io_uring_wait_cqe(&r->uring, &cqe) : io_uring_peek_cqe(&r->uring, &cqe);
+	if (ret == -EAGAIN || ret == -EINTR)
+		return 0;
+	if (ret < 0)
+		return ret;
+	c = io_uring_cqe_get_data(cqe);
+	res = cqe->res;
+	io_uring_cqe_seen(&r->uring, cqe);
+	set_in_flight(r, ring_in_flight(r) - 1);
+	atomic_fetch_add_explicit(&r->reaped, 1, memory_order_relaxed);
+	ret = complete_read(r, c, res);
+	return ret < 0 ? ret : 1;
+}
+
+/* After an error: let every read still in flight finish before its buffer or file goes away. */
+void ring_drain(struct ring *r)
+{
+	struct io_uring_cqe *cqe;
+
+	if (!r->have_uring)
+		return;
+	r->last_sqe = NULL;
+	io_uring_submit(&r->uring);
+	while (ring_in_flight(r) > 0 && io_uring_wait_cqe(&r->uring, &cqe) == 0) {
+		io_uring_cqe_seen(&r->uring, cqe);
+		set_in_flight(r, ring_in_flight(r) - 1);
+	}
+}
+
+/* --- consumer --- */
+
+unsigned ring_consume(struct ring *r, blake3_hasher *hasher)
+{
+	unsigned in_flight = ring_in_flight(r);
+	unsigned reaped = atomic_exchange_explicit(&r->reaped, 0, memory_order_relaxed);
+	unsigned blocks = 0;
+
+	while (!ring_consumed_all(r)) {
+		struct cell *c = cell_of(r, r->consumer_head);
+
+		if (cell_state(c) != CELL_AVAILABLE)
+			break;
+		blake3_hasher_update(hasher, c->buf, c->want);
+		r->bytes_hashed += c->want;
+		atomic_store(&c->state, CELL_CONSUMED);
+		wake_producer(r);
+		r->consumer_head++;
+		blocks++;
+	}
+	if (trace_on(&r->trace))
+		trace_consumer_run(&r->trace, in_flight, reaped, blocks, r->bytes_hashed);
+	return blocks;
+}

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/* ringsum core: options, the ring of cells, io_uring setup, trace and output shared by every hasher. */
+#ifndef RINGSUM_H
+#define RINGSUM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <liburing.h>
+
+#include "blake3.h"
+
+#define RINGSUM_VERSION "0.1.0"
+#define DIRECT_ALIGN 4096u
+#define MAX_BLOCK_SIZE (1ul << 30)
+#define MAX_QUEUE_DEPTH 32768u		/* IORING_MAX_ENTRIES */
+
+/* Our own failures, returned like negative errno values and named by ringsum_strerror(). */
+enum {
+	ERR_FILE_CHANGED = 4096,	/* size or mtime changed while it was read */
+	ERR_FILE_SHRANK,		/* a read hit end of file before the size seen at open */
+	ERR_NOT_REGULAR,		/* a directory, FIFO, device or socket */
+	ERR_DIRECT_UNSUPPORTED,		/* the filesystem refuses O_DIRECT */
+	ERR_STALLED,			/* waiting for a completion with nothing in flight */
+};
+
+struct ring;
+
+struct options {
+	size_t block_size;		/* bytes per read and per cell */
+	unsigned queue_depth;		/* limit on unfinished requests */
+	unsigned buffers;		/* cells in the ring */
+	bool direct;			/* open with O_DIRECT */
+	bool process_in_inner_loop;	/* consume after every reaped completion */
+	bool drain;			/* IOSQE_IO_DRAIN on every read */
+	bool link;			/* IOSQE_IO_LINK between the reads of one submission */
+	const char *trace_path;		/* CSV of consumer runs, or NULL */
+	char **files;
+	int nr_files;
+};
+
+struct variant {
+	const char *name;
+	bool uses_uring;
+	bool uses_eventfd;		/* the producer sleeps on an eventfd */
+	unsigned setup_flags;		/* io_uring setup flags to try, dropped in turn */
+	int (*hash_file)(struct ring *ring, blake3_hasher *hasher);
+};
+
+/* The article's cell states: a cell goes consumed -> requested -> available -> consumed. */
+enum cell_state {
+	CELL_CONSUMED,			/* free for the producer */
+	CELL_REQUESTED,			/* a read is in flight */
+	CELL_AVAILABLE,			/* read done, waiting to be hashed */
+};
+
+struct cell {
+	_Atomic uint32_t state;
+	unsigned char *buf;
+	uint64_t offset;		/* where its block starts in the file */
+	size_t want;			/* bytes of the file in this block */
+	size_t got;			/* bytes read so far */
+	unsigned retries;		/* transient failures since the last progress */
+};
+
+struct trace {
+	FILE *out;
+};
+
+struct ring {
+	struct cell *cells;
+	unsigned nr_cells;
+	size_t block_size;
+	unsigned queue_depth;
+	unsigned sqe_flags;
+	bool link;
+	bool direct;
+	bool process_in_inner_loop;
+	unsigned char *memory;		/* one allocation for every cell's buffer */
+	struct io_uring uring;
+	bool have_uring;
+	struct io_uring_sqe *last_sqe;	/* its link flag is cleared at submit */
+	struct trace trace;
+
+	/* the file being hashed */
+	int fd;
+	uint64_t file_size;
+	uint64_t nr_blocks;
+	uint64_t producer_head;		/* next block to request */
+	uint64_t consumer_head;		/* next block to hash */
+	uint64_t bytes_hashed;
+	_Atomic unsigned in_flight;	/* requests queued or submitted, not yet reaped */
+	_Atomic unsigned reaped;	/* completions since the last consumer run */
+	_Atomic int error;		/* first fatal error, negative */
+
+	/* waking a sleeping producer or consumer (the multithreaded variant) */
+	int eventfd;
+	_Atomic bool producer_sleeping;
+	_Atomic bool consumer_sleeping;
+	_Atomic uint32_t consumer_wakeups;
+};
+
+/* options.c */
+int parse_options(struct options *opts, int argc, char **argv, const struct variant *v);
+
+/* ring.c: the ring buffer protocol */
+int ring_setup(struct ring *r, const struct options *opts, const struct variant *v);
+void ring_teardown(struct ring *r);
+void ring_start(struct ring *r, int fd, uint64_t file_size);
+int ring_request(struct ring *r);
+int ring_submit(struct ring *r);
+int ring_reap_one(struct ring *r, bool wait);
+bool ring_can_request(struct ring *r);
+unsigned ring_consume(struct ring *r, blake3_hasher *hasher);
+void ring_drain(struct ring *r);
+void ring_fail(struct ring *r, int err);
+void ring_producer_sleep(struct ring *r);
+void ring_consumer_sleep(struct ring *r);
+
+static inline struct cell *cell_of(struct ring *r, uint64_t block)
+{
+	return &r->cells[block % r->nr_cells];
+}
+
+static inline enum cell_state cell_state(struct cell *c)
+{
+	return atomic_load_explicit(&c->state, memory_order_acquire);
+}
+
+static inline bool ring_consumed_all(const struct ring *r)
+{
+	return r->consumer_head == r->nr_blocks;
+}
+
+static inline unsigned ring_in_flight(struct ring *r)
+{
+	return atomic_load_explicit(&r->in_flight, memory_order_relaxed);
+}
+
+/* trace.c */
+int trace_open(struct trace *t, const char *path);
+int trace_close(struct trace *t);
+void trace_consumer_run(struct trace *t, unsigned in_flight, unsigned reaped,
+			unsigned blocks_hashed, uint64_t bytes_hashed);
+#ifdef RINGSUM_NO_TRACE
+static inline bool trace_on(const struct trace *t) { (void)t; return false; }
+#else
+static inline bool trace_on(const struct trace *t) { return t->out != NULL; }
+#endif
+
+/* output.c */
+void print_hash(const char *path, const uint8_t hash[BLAKE3_OUT_LEN]);
+void print_error(const char *prog, const char *path, int err);
+const char *ringsum_strerror(int err);
+
+/* main.c */
+int ringsum_main(int argc, char **argv, const struct variant *v);
+
+#endif
