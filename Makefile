@@ -3,7 +3,7 @@
 
 BLAKE3_VERSION := 1.8.7
 B3SUM_VERSION  := 1.8.7
-APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin
+APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time
 PYTHON         ?= python3
 
 BUILD   := build
@@ -31,15 +31,17 @@ CFLAGS  += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -pthread -I$(BLAKE3) -DBLAKE3_
 LDLIBS  := -luring -ltbb -lstdc++ -pthread
 
 # Build flavours, each in its own tree so that they coexist.
-FLAVOURS      := release notrace asan tsan
+FLAVOURS      := release notrace asan tsan faults
 DIR_release   := $(BUILD)
 DIR_notrace   := $(BUILD)/notrace
 DIR_asan      := $(BUILD)/asan
 DIR_tsan      := $(BUILD)/tsan
+DIR_faults    := $(BUILD)/faults
 FLAGS_release :=
 FLAGS_notrace := -DRINGSUM_NO_TRACE
 FLAGS_asan    := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FLAGS_tsan    := -O1 -fsanitize=thread
+FLAGS_faults  := -DRINGSUM_FAULTS
 bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
 
 .PHONY: all deps deps-apt test test-sanitize bench sweep verify clean distclean
@@ -111,13 +113,18 @@ $(VENV_OK): pyproject.toml
 	$(VENV)/bin/pip install --quiet -e '.[test]'
 	@touch $@
 
+TEST_HELPERS := $(BUILD)/tests/without_io_uring
+$(BUILD)/tests/%: tests/helpers/%.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra $< -o $@
+
 # --- the jobs ---
 export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
-test: deps all $(call bins,notrace)
+test: deps all $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
 	$(VENV)/bin/python -m pytest -q
 
-test-sanitize: deps $(call bins,asan) $(call bins,tsan)
+test-sanitize: deps $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS)
 	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(VENV)/bin/python -m pytest -q tests/test_hashers.py
 	RINGSUM_BIN_DIR=$(DIR_tsan)/bin RINGSUM_VARIANTS=$(BIN_multithread) \
 		$(VENV)/bin/python -m pytest -q tests/test_hashers.py
@@ -132,7 +139,7 @@ verify: deps-apt
 	bash hashers/model/verify.sh
 
 clean:
-	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/blake3 $(foreach f,notrace asan tsan,$(DIR_$(f)))
+	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/blake3 $(BUILD)/tests $(foreach f,notrace asan tsan faults,$(DIR_$(f)))
 
 distclean:
 	rm -rf $(BUILD) $(TOOLS) $(VENV)

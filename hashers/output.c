@@ -82,6 +82,7 @@ const char *ringsum_strerror(int err)
 	switch (-err) {
 	case ERR_FILE_CHANGED:		return "file changed while it was being read";
 	case ERR_FILE_SHRANK:		return "file shrank while it was being read";
+	case ERR_FILE_LONGER:		return "file has data past its size: it grew while being read, or its size is not real (as in /proc)";
 	case ERR_NOT_REGULAR:		return "not a regular file";
 	case ERR_DIRECT_UNSUPPORTED:	return "O_DIRECT refused: the filesystem does not support it (try without --direct)";
 	case ERR_STALLED:		return "internal error: waiting for a completion with nothing in flight";

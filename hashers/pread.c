@@ -30,7 +30,7 @@ static int hash_file(struct ring *r, blake3_hasher *hasher)
 			c->got = start + got;
 		}
 		if (c->got > want)
-			return -ERR_FILE_CHANGED;
+			return -ERR_FILE_LONGER;
 		blake3_hasher_update(hasher, c->buf, want);
 		offset += want;
 		if (trace_on(&r->trace))

@@ -27,6 +27,42 @@
 /* A request that keeps failing transiently this often without progress is an error, not a hang. */
 #define MAX_RETRIES 1000
 
+#ifdef RINGSUM_FAULTS
+/*
+ * Test builds only: RINGSUM_FAULTS="short:3,eagain:5,eintr:6,ecanceled:7,eio:9"
+ * replaces the result of the Nth completion of each file (short: half the bytes).
+ */
+static void parse_faults(struct ring *r)
+{
+	static const struct { const char *name; int res; } kinds[] = {
+		{ "short", 0 }, { "eagain", -EAGAIN }, { "eintr", -EINTR },
+		{ "ecanceled", -ECANCELED }, { "eio", -EIO },
+	};
+	const char *spec = getenv("RINGSUM_FAULTS");
+	char name[16];
+	unsigned long long n;
+	int used;
+
+	while (spec && r->nr_faults < 16 && sscanf(spec, "%15[a-z]:%llu%n", name, &n, &used) == 2) {
+		for (unsigned i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			if (!strcmp(name, kinds[i].name))
+				r->faults[r->nr_faults++] = (struct fault){ n, kinds[i].res };
+		spec += used + (spec[used] == ',');
+	}
+}
+
+static int inject_fault(struct ring *r, int res)
+{
+	for (unsigned i = 0; i < r->nr_faults; i++)
+		if (r->faults[i].completion == r->completions && res > 0)
+			return r->faults[i].res ? r->faults[i].res : res / 2;
+	return res;
+}
+#else
+static void parse_faults(struct ring *r) { (void)r; }
+static int inject_fault(struct ring *r, int res) { (void)r; return res; }
+#endif
+
 static const unsigned droppable_setup_flags[] = {
 	IORING_SETUP_DEFER_TASKRUN,
 	IORING_SETUP_SINGLE_ISSUER,
@@ -79,6 +115,7 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 
 	if (!v->uses_uring)
 		return 0;
+	parse_faults(r);
 	ret = setup_uring(r, v->setup_flags);
 	if (ret < 0)
 		return ret;
@@ -112,6 +149,7 @@ void ring_start(struct ring *r, int fd, uint64_t file_size)
 	r->producer_head = 0;
 	r->consumer_head = 0;
 	r->bytes_hashed = 0;
+	r->completions = 0;
 	r->last_sqe = NULL;
 	atomic_store(&r->in_flight, 0);
 	atomic_store(&r->reaped, 0);
@@ -262,7 +300,7 @@ static int complete_read(struct ring *r, struct cell *c, int res)
 	c->got += res;
 	c->retries = 0;
 	if (c->got > c->want)
-		return -ERR_FILE_CHANGED;	/* an O_DIRECT read found data past the size seen at open */
+		return -ERR_FILE_LONGER;	/* an O_DIRECT read found data past the size seen at open */
 	if (c->got < c->want)
 		return queue_read(r, c);
 	atomic_store(&c->state, CELL_AVAILABLE);
@@ -289,7 +327,8 @@ int ring_reap_one(struct ring *r, bool wait)
 	if (ret < 0)
 		return ret;
 	c = io_uring_cqe_get_data(cqe);
-	res = cqe->res;
+	r->completions++;
+	res = inject_fault(r, cqe->res);
 	io_uring_cqe_seen(&r->uring, cqe);
 	set_in_flight(r, ring_in_flight(r) - 1);
 	atomic_fetch_add_explicit(&r->reaped, 1, memory_order_relaxed);
@@ -314,13 +353,18 @@ void ring_drain(struct ring *r)
 
 /* --- consumer --- */
 
+/*
+ * One consumer run hashes the available cells in order, at most one lap of
+ * the ring, so that a consumer the producer keeps feeding still leaves a trace
+ * row per lap. Completions are counted at the end of the run, so every one
+ * lands in some row.
+ */
 unsigned ring_consume(struct ring *r, blake3_hasher *hasher)
 {
 	unsigned in_flight = ring_in_flight(r);
-	unsigned reaped = atomic_exchange_explicit(&r->reaped, 0, memory_order_relaxed);
 	unsigned blocks = 0;
 
-	while (!ring_consumed_all(r)) {
+	while (blocks < r->nr_cells && !ring_consumed_all(r)) {
 		struct cell *c = cell_of(r, r->consumer_head);
 
 		if (cell_state(c) != CELL_AVAILABLE)
@@ -333,6 +377,8 @@ unsigned ring_consume(struct ring *r, blake3_hasher *hasher)
 		blocks++;
 	}
 	if (trace_on(&r->trace))
-		trace_consumer_run(&r->trace, in_flight, reaped, blocks, r->bytes_hashed);
+		trace_consumer_run(&r->trace, in_flight,
+				   atomic_exchange_explicit(&r->reaped, 0, memory_order_relaxed),
+				   blocks, r->bytes_hashed);
 	return blocks;
 }

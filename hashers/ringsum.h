@@ -21,6 +21,7 @@
 enum {
 	ERR_FILE_CHANGED = 4096,	/* size or mtime changed while it was read */
 	ERR_FILE_SHRANK,		/* a read hit end of file before the size seen at open */
+	ERR_FILE_LONGER,		/* data past the size seen at open: it grew, or its size is not real (/proc) */
 	ERR_NOT_REGULAR,		/* a directory, FIFO, device or socket */
 	ERR_DIRECT_UNSUPPORTED,		/* the filesystem refuses O_DIRECT */
 	ERR_STALLED,			/* waiting for a completion with nothing in flight */
@@ -94,6 +95,11 @@ struct ring {
 	_Atomic unsigned in_flight;	/* requests queued or submitted, not yet reaped */
 	_Atomic unsigned reaped;	/* completions since the last consumer run */
 	_Atomic int error;		/* first fatal error, negative */
+	uint64_t completions;		/* reaped for this file, counted for fault injection */
+#ifdef RINGSUM_FAULTS
+	struct fault { uint64_t completion; int res; } faults[16];
+	unsigned nr_faults;
+#endif
 
 	/* waking a sleeping producer or consumer (the multithreaded variant) */
 	int eventfd;

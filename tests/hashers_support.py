@@ -1,0 +1,83 @@
+"""Shared pieces of the hasher tests: where the programs are, test files, and the two oracles."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import blake3
+
+REPO = Path(__file__).resolve().parents[1]
+BIN_DIR = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
+ALL_VARIANTS = ["liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread"]
+VARIANTS = os.environ.get("RINGSUM_VARIANTS", ",".join(ALL_VARIANTS)).split(",")
+URING_VARIANTS = [v for v in VARIANTS if v.startswith("liburing_")]
+B3SUM = REPO / ".tools" / "bin" / "b3sum"
+# Test files live on the build disk, not tmpfs, so that O_DIRECT reads really go to a device.
+DATA_DIR = REPO / "build" / "test-data"
+EMPTY_HASH = blake3.blake3(b"").hexdigest()
+KiB, MiB = 1 << 10, 1 << 20
+
+
+def program(variant: str) -> Path:
+    path = BIN_DIR / variant
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run make")
+    return path
+
+
+def run(argv: list[str | Path], timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in argv], capture_output=True, timeout=timeout, **kwargs)
+
+
+def data_file(size: int, name: str | None = None) -> Path:
+    """A file of `size` random bytes, the same bytes for the same size on every run."""
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    path = DATA_DIR / (name or f"{size}.bin")
+    if not path.exists() or path.stat().st_size != size:
+        rng = random.Random(size)
+        tmp = path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            left = size
+            while left:
+                chunk = min(left, 4 * MiB)
+                f.write(rng.randbytes(chunk))
+                left -= chunk
+        tmp.rename(path)
+    return path
+
+
+def b3sum_lines(paths: list[Path]) -> bytes:
+    """The official b3sum's output for these paths, checked against the Python blake3 package."""
+    result = run([B3SUM, *paths])
+    assert result.returncode == 0, result.stderr
+    for line, path in zip(result.stdout.splitlines(), paths):
+        expected = blake3.blake3(max_threads=blake3.blake3.AUTO).update_mmap(path).hexdigest()
+        assert line.lstrip(b"\\")[:64].decode() == expected, f"b3sum and blake3-py disagree on {path}"
+    return result.stdout
+
+
+@dataclass(frozen=True)
+class Knobs:
+    block_size: int
+    queue_depth: int
+    buffers: int
+    direct: bool = False
+    inner_loop: bool = False
+    drain: bool = False
+    link: bool = False
+
+    def argv(self) -> list[str]:
+        args = ["--block-size", str(self.block_size), "--queue-depth", str(self.queue_depth),
+                "--buffers", str(self.buffers)]
+        flags = [("--direct", self.direct), ("--process-in-inner-loop", self.inner_loop),
+                 ("--drain", self.drain), ("--link", self.link)]
+        return args + [flag for flag, on in flags if on]
+
+    def __str__(self) -> str:
+        flags = "".join(c for c, on in [("d", self.direct), ("i", self.inner_loop),
+                                         ("D", self.drain), ("L", self.link)] if on)
+        return f"bs{self.block_size}-qd{self.queue_depth}-n{self.buffers}-{flags or 'plain'}"

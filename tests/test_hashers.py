@@ -1,0 +1,91 @@
+"""Every hasher variant prints exactly what the official b3sum prints, over a grid of knobs and file sizes."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from hashers_support import KiB, MiB, VARIANTS, Knobs, b3sum_lines, data_file, program, run
+
+FIXED_SIZES = [0, 1, 1023, 1024, 1025, 4095, 4096, 4097]
+RANDOM_SIZES = sorted(random.Random(20261121).randrange(1, 64 * MiB) for _ in range(3)) + [64 * MiB]
+
+BLOCK_SIZES_DIRECT = [4 * KiB, 8 * KiB, 64 * KiB, 128 * KiB, 512 * KiB, 1 * MiB, 4 * MiB]
+BLOCK_SIZES_BUFFERED = [1000, 12345, 65537]
+QUEUE_DEPTHS = [1, 2, 3, 4, 8, 16, 32, 64]
+RING_MEMORY_CAP = 256 * MiB
+
+
+def buffer_counts(queue_depth: int) -> list[int]:
+    """Fewer, as many and more buffers than the queue depth, and the extremes."""
+    return sorted({1, 2, max(1, queue_depth // 2), queue_depth, queue_depth + 1, min(64, 2 * queue_depth), 64})
+
+
+def knob_grid() -> list[Knobs]:
+    """A seeded sample of the full grid, topped up until every value of every knob occurs."""
+    full = [
+        Knobs(bs, qd, n, direct, inner, drain, link)
+        for bs in BLOCK_SIZES_DIRECT + BLOCK_SIZES_BUFFERED
+        for qd in QUEUE_DEPTHS
+        for n in buffer_counts(qd)
+        for direct, inner, drain, link in itertools.product([False, True], repeat=4)
+        if not (direct and bs % 4096) and bs * n <= RING_MEMORY_CAP
+    ]
+    rng = random.Random(4)
+    chosen = [Knobs(512 * KiB, 4, 4), Knobs(512 * KiB, 2, 2, direct=True), Knobs(128 * KiB, 20, 8)]
+    chosen += rng.sample(full, 36)
+    for field, values in [("block_size", BLOCK_SIZES_DIRECT + BLOCK_SIZES_BUFFERED), ("queue_depth", QUEUE_DEPTHS),
+                          ("buffers", [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65])]:
+        for value in values:
+            if not any(getattr(k, field) == value for k in chosen):
+                chosen.append(rng.choice([k for k in full if getattr(k, field) == value]))
+    return chosen
+
+
+GRID = knob_grid()
+
+
+def test_grid_covers_every_knob_value():
+    for field in ("direct", "inner_loop", "drain", "link"):
+        assert {getattr(k, field) for k in GRID} == {False, True}, field
+    assert {k.block_size for k in GRID} >= set(BLOCK_SIZES_DIRECT + BLOCK_SIZES_BUFFERED)
+    assert {k.queue_depth for k in GRID} >= set(QUEUE_DEPTHS)
+    assert any(k.buffers < k.queue_depth for k in GRID) and any(k.buffers > k.queue_depth for k in GRID)
+    assert {1, 64} <= {k.buffers for k in GRID}
+
+
+def files_for(knobs: Knobs):
+    """The fixed and random sizes, plus the ring's own edges: block size and whole ring, each plus or minus 1."""
+    edges = {knobs.block_size + d for d in (-1, 1)}
+    ring_bytes = knobs.block_size * knobs.buffers
+    if ring_bytes <= 64 * MiB:
+        edges |= {ring_bytes - 1, ring_bytes + 1}
+    return [data_file(size) for size in FIXED_SIZES + RANDOM_SIZES + sorted(edges)]
+
+
+@pytest.mark.parametrize("knobs", GRID, ids=str)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_hash_equals_b3sum(variant, knobs):
+    paths = files_for(knobs)
+    result = run([program(variant), *knobs.argv(), *paths])
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout == b3sum_lines(paths)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("article_args", [["512", "2", "1", "0", "2", "0", "0"], ["128", "20", "0", "0", "8", "0", "0"]])
+def test_article_positional_form(variant, article_args):
+    path = data_file(5 * MiB + 3)
+    result = run([program(variant), path, *article_args])
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout == b3sum_lines([path])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_many_files_in_one_call(variant):
+    paths = [data_file(size) for size in (0, 1, 4097, 3 * MiB + 1, 4097)]
+    result = run([program(variant), "--block-size", "64K", *paths])
+    assert result.returncode == 0
+    assert result.stdout == b3sum_lines(paths)
