@@ -61,9 +61,10 @@ static int hash_one(struct ring *r, const struct variant *v, const char *path, b
 
 	ret = open_input(path, direct, &fd, &before);
 	if (!ret) {
-		ring_start(r, fd, before.st_size);
+		ret = ring_start(r, fd, before.st_size);
 		blake3_hasher_init(&hasher);
-		ret = v->hash_file(r, &hasher);
+		if (!ret)
+			ret = v->hash_file(r, &hasher);
 		ring_drain(r);
 		if (!ret)
 			ret = check_end_of_file(fd, before.st_size);

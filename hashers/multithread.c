@@ -18,7 +18,7 @@ static void *producer(void *arg)
 	while (!atomic_load(&r->error) && (r->producer_head < r->nr_blocks || ring_in_flight(r) > 0)) {
 		progress = ret = ring_request(r);
 		if (ret >= 0)
-			ret = ring_submit(r);
+			ret = ring_submit(r, false);
 		while (ret >= 0 && (ret = ring_reap_one(r, false)) > 0)
 			progress++;
 		if (ret < 0) {

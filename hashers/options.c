@@ -21,6 +21,12 @@ static const struct option long_options[] = {
 	{ "process-in-inner-loop",	no_argument,		NULL, 'i' },
 	{ "drain",			no_argument,		NULL, 'D' },
 	{ "link",			no_argument,		NULL, 'L' },
+	{ "fixed-buffers",		no_argument,		NULL, 'B' },
+	{ "fixed-file",			no_argument,		NULL, 'F' },
+	{ "sqpoll",			no_argument,		NULL, 'S' },
+	{ "submit-and-wait",		no_argument,		NULL, 'W' },
+	{ "iopoll",			no_argument,		NULL, 'P' },
+	{ "parallel-hash",		no_argument,		NULL, 'H' },
 	{ "trace",			required_argument,	NULL, 't' },
 	{ "help",			no_argument,		NULL, 'h' },
 	{ "version",			no_argument,		NULL, 'V' },
@@ -40,6 +46,14 @@ static void usage(FILE *out, const char *prog)
 		"      --process-in-inner-loop  hash after every reaped completion (default off)\n"
 		"      --drain                  set IOSQE_IO_DRAIN on every read (default off)\n"
 		"      --link                   chain the reads of each submission with IOSQE_IO_LINK (default off)\n"
+		"      --fixed-buffers          register the buffers, read with READ_FIXED (default off)\n"
+		"      --fixed-file             register the file, read with IOSQE_FIXED_FILE (default off)\n"
+		"      --sqpoll                 IORING_SETUP_SQPOLL: a kernel thread submits (default off)\n"
+		"      --submit-and-wait        submit and wait in one system call (single-threaded; default off)\n"
+		"      --iopoll                 IORING_SETUP_IOPOLL (default off); needs --direct, a pollable\n"
+		"                               device and the single-threaded loop\n"
+		"      --parallel-hash          hash each block on every core, BLAKE3's TBB path (default off);\n"
+		"                               best with large power-of-two blocks\n"
 		"      --trace FILE             write a CSV row per consumer run: time_ns, in_flight, reaped,\n"
 		"                               blocks_hashed, bytes_hashed (default off)\n"
 		"  -h, --help                   show this help\n"
@@ -174,6 +188,12 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 		case 'i': opts->process_in_inner_loop = true; break;
 		case 'D': opts->drain = true; break;
 		case 'L': opts->link = true; break;
+		case 'B': opts->fixed_buffers = true; break;
+		case 'F': opts->fixed_file = true; break;
+		case 'S': opts->sqpoll = true; break;
+		case 'W': opts->submit_and_wait = true; break;
+		case 'P': opts->iopoll = true; break;
+		case 'H': opts->parallel_hash = true; break;
 		case 't': opts->trace_path = optarg; break;
 		case 'h':
 			usage(stdout, prog);
@@ -197,7 +217,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 	return -1;
 }
 
-static int validate(const struct options *opts, const char *prog)
+static int validate(const struct options *opts, const struct variant *v, const char *prog)
 {
 	if (opts->nr_files == 0)
 		return bad_usage(prog, "no FILE given");
@@ -215,6 +235,13 @@ static int validate(const struct options *opts, const char *prog)
 				 opts->queue_depth, MAX_QUEUE_DEPTH);
 	if (opts->buffers == 0)
 		return bad_usage(prog, "the ring needs at least 1 buffer");
+	if (opts->fixed_buffers && opts->buffers > MAX_FIXED_BUFFERS)
+		return bad_usage(prog, "--fixed-buffers registers at most %u buffers, got %u",
+				 MAX_FIXED_BUFFERS, opts->buffers);
+	if (opts->iopoll && !opts->direct)
+		return bad_usage(prog, "--iopoll needs --direct");
+	if (opts->iopoll && v->uses_uring && !v->waits_on_completions)
+		return bad_usage(prog, "--iopoll needs a loop that waits on completions; use the single-threaded variant");
 #ifdef RINGSUM_NO_TRACE
 	if (opts->trace_path)
 		return bad_usage(prog, "this build has no trace code; --trace is not available");
@@ -234,5 +261,5 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 		ret = parse_article_form(opts, argv, v->name);
 	else
 		ret = parse_long_form(opts, argc, argv, v->name);
-	return ret >= 0 ? ret : validate(opts, v->name);
+	return ret >= 0 ? ret : validate(opts, v, v->name);
 }

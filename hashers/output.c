@@ -85,6 +85,7 @@ const char *ringsum_strerror(int err)
 	case ERR_FILE_LONGER:		return "file has data past its size: it grew while being read, or its size is not real (as in /proc)";
 	case ERR_NOT_REGULAR:		return "not a regular file";
 	case ERR_DIRECT_UNSUPPORTED:	return "O_DIRECT refused: the filesystem does not support it (try without --direct)";
+	case ERR_NOT_POLLABLE:		return "IOPOLL needs a block device with poll queues (its queue/io_poll is 0 or absent)";
 	case ERR_STALLED:		return "internal error: waiting for a completion with nothing in flight";
 	default:			return strerror(-err);
 	}

@@ -31,7 +31,7 @@ static int hash_file(struct ring *r, blake3_hasher *hasher)
 		}
 		if (c->got > want)
 			return -ERR_FILE_LONGER;
-		blake3_hasher_update(hasher, c->buf, want);
+		hash_update(r, hasher, c->buf, want);
 		offset += want;
 		if (trace_on(&r->trace))
 			trace_consumer_run(&r->trace, 0, 1, 1, offset);

@@ -16,9 +16,14 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -79,11 +84,49 @@ static int setup_uring(struct ring *r, unsigned flags)
 	for (;;) {
 		memset(&p, 0, sizeof(p));
 		p.flags = flags;
+		p.sq_thread_idle = 100;	/* ms before the SQPOLL thread sleeps */
 		ret = io_uring_queue_init_params(r->queue_depth, &r->uring, &p);
 		if (ret != -EINVAL || i == sizeof(droppable_setup_flags) / sizeof(droppable_setup_flags[0]))
 			return ret;
 		flags &= ~droppable_setup_flags[i++];
 	}
+}
+
+static int register_buffers(struct ring *r)
+{
+	struct iovec *iov = calloc(r->nr_cells, sizeof(*iov));
+	int ret;
+
+	if (!iov)
+		return -ENOMEM;
+	for (unsigned i = 0; i < r->nr_cells; i++)
+		iov[i] = (struct iovec){ .iov_base = r->cells[i].buf, .iov_len = r->block_size };
+	ret = io_uring_register_buffers(&r->uring, iov, r->nr_cells);
+	free(iov);
+	return ret;
+}
+
+/* IOPOLL spins on the device's poll queues; on a device without them it would never complete. */
+static int check_pollable(int fd)
+{
+	char path[64], value = '0';
+	struct stat st;
+	int sysfs;
+
+	if (fstat(fd, &st))
+		return -errno;
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/io_poll", major(st.st_dev), minor(st.st_dev));
+	sysfs = open(path, O_RDONLY | O_CLOEXEC);
+	if (sysfs < 0) {
+		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/io_poll", major(st.st_dev), minor(st.st_dev));
+		sysfs = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	if (sysfs >= 0) {
+		if (read(sysfs, &value, 1) != 1)
+			value = '0';
+		close(sysfs);
+	}
+	return value == '1' ? 0 : -ERR_NOT_POLLABLE;
 }
 
 int ring_setup(struct ring *r, const struct options *opts, const struct variant *v)
@@ -100,6 +143,11 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	r->direct = opts->direct;
 	r->link = opts->link;
 	r->process_in_inner_loop = opts->process_in_inner_loop;
+	r->fixed_buffers = opts->fixed_buffers && v->uses_uring;
+	r->fixed_file = opts->fixed_file && v->uses_uring;
+	r->submit_and_wait = opts->submit_and_wait && v->waits_on_completions;
+	r->iopoll = opts->iopoll && v->uses_uring;
+	r->parallel_hash = opts->parallel_hash;
 	r->sqe_flags = (opts->drain ? IOSQE_IO_DRAIN : 0) | (opts->link ? IOSQE_IO_LINK : 0);
 
 	if (__builtin_mul_overflow(r->block_size, (size_t)r->nr_cells, &bytes))
@@ -116,10 +164,15 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	if (!v->uses_uring)
 		return 0;
 	parse_faults(r);
-	ret = setup_uring(r, v->setup_flags);
+	ret = setup_uring(r, v->setup_flags | (opts->sqpoll ? IORING_SETUP_SQPOLL : 0) |
+			  (r->iopoll ? IORING_SETUP_IOPOLL : 0));
 	if (ret < 0)
 		return ret;
 	r->have_uring = true;
+	if (r->fixed_buffers && (ret = register_buffers(r)) < 0)
+		return ret;
+	if (r->fixed_file && (ret = io_uring_register_files_sparse(&r->uring, 1)) < 0)
+		return ret;
 	if (v->uses_eventfd) {
 		r->eventfd = eventfd(0, EFD_CLOEXEC);
 		if (r->eventfd < 0)
@@ -141,8 +194,14 @@ void ring_teardown(struct ring *r)
 	free(r->memory);
 }
 
-void ring_start(struct ring *r, int fd, uint64_t file_size)
+int ring_start(struct ring *r, int fd, uint64_t file_size)
 {
+	int ret;
+
+	if (r->iopoll && (ret = check_pollable(fd)) < 0)
+		return ret;
+	if (r->fixed_file && (ret = io_uring_register_files_update(&r->uring, 0, &fd, 1)) < 0)
+		return ret;
 	r->fd = fd;
 	r->file_size = file_size;
 	r->nr_blocks = file_size / r->block_size + (file_size % r->block_size != 0);
@@ -156,6 +215,7 @@ void ring_start(struct ring *r, int fd, uint64_t file_size)
 	atomic_store(&r->error, 0);
 	for (unsigned i = 0; i < r->nr_cells; i++)
 		atomic_store(&r->cells[i].state, CELL_CONSUMED);
+	return 0;
 }
 
 /* --- waking the other side (only the multithreaded variant ever sleeps) --- */
@@ -231,9 +291,13 @@ static int queue_read(struct ring *r, struct cell *c)
 		end = (end + DIRECT_ALIGN - 1) & ~(size_t)(DIRECT_ALIGN - 1);
 		c->got = start;
 	}
-	io_uring_prep_read(sqe, r->fd, c->buf + start, end - start, c->offset + start);
+	if (r->fixed_buffers)
+		io_uring_prep_read_fixed(sqe, r->fixed_file ? 0 : r->fd, c->buf + start, end - start,
+					 c->offset + start, c - r->cells);
+	else
+		io_uring_prep_read(sqe, r->fixed_file ? 0 : r->fd, c->buf + start, end - start, c->offset + start);
 	io_uring_sqe_set_data(sqe, c);
-	sqe->flags |= r->sqe_flags;
+	sqe->flags |= r->sqe_flags | (r->fixed_file ? IOSQE_FIXED_FILE : 0);
 	r->last_sqe = sqe;
 	set_in_flight(r, ring_in_flight(r) + 1);
 	return 0;
@@ -266,8 +330,10 @@ int ring_request(struct ring *r)
 	return requested;
 }
 
-int ring_submit(struct ring *r)
+/* and_wait: also wait for a completion in the same system call, if one can come. */
+int ring_submit(struct ring *r, bool and_wait)
 {
+	unsigned wait_nr = and_wait && r->submit_and_wait && ring_in_flight(r) > 0;
 	int ret, tries = 0;
 
 	/* A chain ends with its submission: a link flag on the last read would join the next batch. */
@@ -275,7 +341,7 @@ int ring_submit(struct ring *r)
 		r->last_sqe->flags &= ~IOSQE_IO_LINK;
 	r->last_sqe = NULL;
 	do {
-		ret = io_uring_submit(&r->uring);
+		ret = io_uring_submit_and_wait(&r->uring, wait_nr);
 		if (ret == -EAGAIN)
 			sched_yield();
 	} while ((ret == -EINTR || ret == -EAGAIN) && ++tries < MAX_RETRIES);
@@ -369,7 +435,7 @@ unsigned ring_consume(struct ring *r, blake3_hasher *hasher)
 
 		if (cell_state(c) != CELL_AVAILABLE)
 			break;
-		blake3_hasher_update(hasher, c->buf, c->want);
+		hash_update(r, hasher, c->buf, c->want);
 		r->bytes_hashed += c->want;
 		atomic_store(&c->state, CELL_CONSUMED);
 		wake_producer(r);

@@ -16,6 +16,7 @@
 #define DIRECT_ALIGN 4096u
 #define MAX_BLOCK_SIZE (1ul << 30)
 #define MAX_QUEUE_DEPTH 32768u		/* IORING_MAX_ENTRIES */
+#define MAX_FIXED_BUFFERS 16384u	/* IORING_MAX_REG_BUFFERS */
 
 /* Our own failures, returned like negative errno values and named by ringsum_strerror(). */
 enum {
@@ -25,6 +26,7 @@ enum {
 	ERR_NOT_REGULAR,		/* a directory, FIFO, device or socket */
 	ERR_DIRECT_UNSUPPORTED,		/* the filesystem refuses O_DIRECT */
 	ERR_STALLED,			/* waiting for a completion with nothing in flight */
+	ERR_NOT_POLLABLE,		/* IOPOLL on a device without poll queues */
 };
 
 struct ring;
@@ -37,6 +39,12 @@ struct options {
 	bool process_in_inner_loop;	/* consume after every reaped completion */
 	bool drain;			/* IOSQE_IO_DRAIN on every read */
 	bool link;			/* IOSQE_IO_LINK between the reads of one submission */
+	bool fixed_buffers;		/* register the ring's buffers, read with READ_FIXED */
+	bool fixed_file;		/* register each file, read with IOSQE_FIXED_FILE */
+	bool sqpoll;			/* IORING_SETUP_SQPOLL: a kernel thread submits */
+	bool submit_and_wait;		/* one io_uring_enter submits and waits (single-threaded loop) */
+	bool iopoll;			/* IORING_SETUP_IOPOLL: poll the device for completions */
+	bool parallel_hash;		/* hash each block on every core (BLAKE3's TBB path) */
 	const char *trace_path;		/* CSV of consumer runs, or NULL */
 	char **files;
 	int nr_files;
@@ -46,6 +54,7 @@ struct variant {
 	const char *name;
 	bool uses_uring;
 	bool uses_eventfd;		/* the producer sleeps on an eventfd */
+	bool waits_on_completions;	/* its loop may block in the kernel for completions */
 	unsigned setup_flags;		/* io_uring setup flags to try, dropped in turn */
 	int (*hash_file)(struct ring *ring, blake3_hasher *hasher);
 };
@@ -79,6 +88,11 @@ struct ring {
 	bool link;
 	bool direct;
 	bool process_in_inner_loop;
+	bool fixed_buffers;
+	bool fixed_file;
+	bool submit_and_wait;
+	bool iopoll;
+	bool parallel_hash;
 	unsigned char *memory;		/* one allocation for every cell's buffer */
 	struct io_uring uring;
 	bool have_uring;
@@ -114,9 +128,9 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 /* ring.c: the ring buffer protocol */
 int ring_setup(struct ring *r, const struct options *opts, const struct variant *v);
 void ring_teardown(struct ring *r);
-void ring_start(struct ring *r, int fd, uint64_t file_size);
+int ring_start(struct ring *r, int fd, uint64_t file_size);
 int ring_request(struct ring *r);
-int ring_submit(struct ring *r);
+int ring_submit(struct ring *r, bool and_wait);
 int ring_reap_one(struct ring *r, bool wait);
 bool ring_can_request(struct ring *r);
 unsigned ring_consume(struct ring *r, blake3_hasher *hasher);
@@ -133,6 +147,14 @@ static inline struct cell *cell_of(struct ring *r, uint64_t block)
 static inline enum cell_state cell_state(struct cell *c)
 {
 	return atomic_load_explicit(&c->state, memory_order_acquire);
+}
+
+static inline void hash_update(const struct ring *r, blake3_hasher *hasher, const void *data, size_t len)
+{
+	if (r->parallel_hash)
+		blake3_hasher_update_tbb(hasher, data, len);
+	else
+		blake3_hasher_update(hasher, data, len);
 }
 
 static inline bool ring_consumed_all(const struct ring *r)

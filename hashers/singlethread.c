@@ -15,7 +15,7 @@ static int hash_file(struct ring *r, blake3_hasher *hasher)
 	while (!ring_consumed_all(r)) {
 		ret = ring_request(r);
 		if (ret >= 0)
-			ret = ring_submit(r);
+			ret = ring_submit(r, true);
 		if (ret >= 0)
 			ret = ring_reap_one(r, true);
 		while (ret > 0) {
@@ -33,6 +33,7 @@ static int hash_file(struct ring *r, blake3_hasher *hasher)
 static const struct variant singlethread = {
 	.name = "liburing_b3sum_singlethread",
 	.uses_uring = true,
+	.waits_on_completions = true,
 	.setup_flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN |
 		       IORING_SETUP_TASKRUN_FLAG,
 	.hash_file = hash_file,

@@ -69,15 +69,22 @@ class Knobs:
     inner_loop: bool = False
     drain: bool = False
     link: bool = False
+    fixed_buffers: bool = False
+    fixed_file: bool = False
+    sqpoll: bool = False
+    submit_and_wait: bool = False
+    parallel_hash: bool = False
+
+    FLAGS = {"direct": ("--direct", "d"), "inner_loop": ("--process-in-inner-loop", "i"), "drain": ("--drain", "D"),
+             "link": ("--link", "L"), "fixed_buffers": ("--fixed-buffers", "B"), "fixed_file": ("--fixed-file", "F"),
+             "sqpoll": ("--sqpoll", "S"), "submit_and_wait": ("--submit-and-wait", "W"),
+             "parallel_hash": ("--parallel-hash", "H")}
 
     def argv(self) -> list[str]:
         args = ["--block-size", str(self.block_size), "--queue-depth", str(self.queue_depth),
                 "--buffers", str(self.buffers)]
-        flags = [("--direct", self.direct), ("--process-in-inner-loop", self.inner_loop),
-                 ("--drain", self.drain), ("--link", self.link)]
-        return args + [flag for flag, on in flags if on]
+        return args + [option for field, (option, _) in self.FLAGS.items() if getattr(self, field)]
 
     def __str__(self) -> str:
-        flags = "".join(c for c, on in [("d", self.direct), ("i", self.inner_loop),
-                                         ("D", self.drain), ("L", self.link)] if on)
+        flags = "".join(letter for field, (_, letter) in self.FLAGS.items() if getattr(self, field))
         return f"bs{self.block_size}-qd{self.queue_depth}-n{self.buffers}-{flags or 'plain'}"

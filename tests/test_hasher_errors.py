@@ -41,6 +41,8 @@ def one_line_error(result: subprocess.CompletedProcess, status: int, variant: st
     (["--queue-depth", "40000"], "exceeds the kernel limit of 32768"),
     (["--queue-depth", "four"], "invalid --queue-depth 'four'"),
     (["--buffers", "0"], "at least 1 buffer"),
+    (["--fixed-buffers", "--buffers", "16385"], "registers at most 16384 buffers"),
+    (["--iopoll"], "--iopoll needs --direct"),
     (["--frobnicate"], "unknown option '--frobnicate'"),
     (["--trace"], "needs a value"),
     ([], "no FILE given"),
@@ -68,7 +70,8 @@ def test_help_lists_every_option_with_default(variant):
     assert result.returncode == 0
     text = result.stdout.decode()
     for option in ("--block-size", "--queue-depth", "--buffers", "--direct", "--process-in-inner-loop",
-                   "--drain", "--link", "--trace", "--help", "--version"):
+                   "--drain", "--link", "--fixed-buffers", "--fixed-file", "--sqpoll", "--submit-and-wait",
+                   "--iopoll", "--parallel-hash", "--trace", "--help", "--version"):
         line = next(line for line in text.splitlines() if option in line)
         assert "default" in line or option in ("--help", "--version", "--trace"), line
     assert "BLAKE3 1.8" in run([program(variant), "--version"]).stdout.decode()
@@ -219,3 +222,18 @@ def test_notrace_build_refuses_trace():
     variant = "liburing_b3sum_singlethread"
     result = run([NOTRACE_BIN / variant, "--trace", "/tmp/x.csv", data_file(1)])
     one_line_error(result, 2, variant, "no trace code")
+
+
+@pytest.mark.parametrize("variant", URING_VARIANTS)
+def test_iopoll_refused_where_the_device_cannot_poll(variant):
+    """The article saw IOPOLL spin unkillably; here it is refused up front unless the device has poll queues."""
+    path = data_file(4097)
+    st = os.stat(path)
+    io_poll = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/queue/io_poll")
+    if io_poll.exists() and io_poll.read_text().strip() == "1":
+        pytest.skip("this device can poll; the refusal path is not reachable here")
+    result = run([program(variant), "--iopoll", "--direct", path], timeout=10)
+    if variant == "liburing_b3sum_multithread":
+        one_line_error(result, 2, variant, "use the single-threaded variant")
+    else:
+        one_line_error(result, 1, variant, "IOPOLL needs a block device with poll queues")

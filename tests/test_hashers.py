@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 
@@ -35,7 +36,9 @@ def knob_grid() -> list[Knobs]:
     ]
     rng = random.Random(4)
     chosen = [Knobs(512 * KiB, 4, 4), Knobs(512 * KiB, 2, 2, direct=True), Knobs(128 * KiB, 20, 8)]
-    chosen += rng.sample(full, 36)
+    # The io_uring feature knobs ride along at random: each on in about a third of the sample.
+    features = ("fixed_buffers", "fixed_file", "sqpoll", "submit_and_wait", "parallel_hash")
+    chosen += [dataclasses.replace(k, **{f: rng.random() < 0.35 for f in features}) for k in rng.sample(full, 36)]
     for field, values in [("block_size", BLOCK_SIZES_DIRECT + BLOCK_SIZES_BUFFERED), ("queue_depth", QUEUE_DEPTHS),
                           ("buffers", [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65])]:
         for value in values:
@@ -48,7 +51,7 @@ GRID = knob_grid()
 
 
 def test_grid_covers_every_knob_value():
-    for field in ("direct", "inner_loop", "drain", "link"):
+    for field in Knobs.FLAGS:
         assert {getattr(k, field) for k in GRID} == {False, True}, field
     assert {k.block_size for k in GRID} >= set(BLOCK_SIZES_DIRECT + BLOCK_SIZES_BUFFERED)
     assert {k.queue_depth for k in GRID} >= set(QUEUE_DEPTHS)

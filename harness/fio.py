@@ -1,0 +1,39 @@
+"""fio: argv construction lives in plan.py (one grid like every tool); this parses its JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class FioError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class FioResult:
+    bw_Bps: float  # jobs[0].read.bw_bytes
+    runtime_s: float  # jobs[0].read.runtime (ms) / 1000
+    io_bytes: int  # jobs[0].read.io_bytes
+
+
+def parse_fio_json(text: str) -> FioResult:
+    """Parse `fio --output-format=json` output (tolerates fio's leading warning lines)."""
+    start = text.find("{")
+    if start < 0:
+        raise FioError("no JSON object in fio output")
+    try:
+        data = json.loads(text[start:])
+        read = data["jobs"][0]["read"]
+        return FioResult(bw_Bps=float(read["bw_bytes"]), runtime_s=float(read["runtime"]) / 1000.0,
+                         io_bytes=int(read.get("io_bytes", 0)))
+    except (json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError) as e:
+        raise FioError(f"cannot parse fio JSON: {type(e).__name__}: {e}") from None
+
+
+def parse_fio_file(path: str | Path) -> FioResult:
+    try:
+        return parse_fio_json(Path(path).read_text(errors="replace"))
+    except FileNotFoundError:
+        raise FioError(f"fio wrote no output file {path}") from None

@@ -1,0 +1,307 @@
+"""The results of a run: the runs.csv record and its writer/reader, meta.json, the speed limit
+and the summary table.
+
+`speed_limit()` and `summarize()` are pure functions over the runs table (a pandas DataFrame as
+returned by `read_runs()`), so `ringsum report` can reuse them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Iterable
+
+from harness.config import HASHER_FLAGS
+from harness.units import format_rate
+
+RUNS_CSV = "runs.csv"
+META_JSON = "meta.json"
+PLAN_JSON = "plan.json"
+SUMMARY_TXT = "summary.txt"
+
+
+@dataclass
+class RunRecord:
+    """One timed execution: one row of runs.csv (the column order is the field order)."""
+
+    label: str
+    tool: str
+    variant: str
+    group: str
+    block_size: int | None
+    queue_depth: int | None
+    buffers: int | None
+    direct: bool | None
+    process_in_inner_loop: bool | None
+    drain: bool | None
+    link: bool | None
+    fixed_buffers: bool | None
+    fixed_file: bool | None
+    sqpoll: bool | None
+    submit_and_wait: bool | None
+    iopoll: bool | None
+    parallel_hash: bool | None
+    num_threads: int | None
+    mmap: bool | None
+    extra: str
+    file: str
+    file_size: int
+    cache: str
+    round: int  # 1-based
+    position: int  # 0-based index in the round's shuffled order
+    wall_s: float | None
+    user_s: float | None
+    sys_s: float | None
+    bytes: int
+    throughput_Bps: float | None  # file_size / wall_s
+    exit_code: int | None  # None: did not finish (timeout, hyperfine failure)
+    resident_before: float | None
+    hash_ok: bool | None  # None for tools that do not print a BLAKE3 hash
+    fio_bw_Bps: float | None
+    fio_runtime_s: float | None
+    started_at: str  # ISO 8601 UTC
+    error: str = ""  # why the row failed or is suspect; empty when fine
+
+
+COLUMNS = [f.name for f in fields(RunRecord)]
+_INT = {"block_size", "queue_depth", "buffers", "num_threads", "file_size", "round", "position",
+        "bytes", "exit_code"}
+_FLOAT = {"wall_s", "user_s", "sys_s", "throughput_Bps", "resident_before", "fio_bw_Bps", "fio_runtime_s"}
+_BOOL = {*HASHER_FLAGS, "mmap", "hash_ok"}
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def _uncell(name: str, s: str) -> Any:
+    if s == "":
+        return "" if name not in (_INT | _FLOAT | _BOOL) else None
+    if name in _INT:
+        return int(s)
+    if name in _FLOAT:
+        return float(s)
+    if name in _BOOL:
+        return s == "True"
+    return s
+
+
+def record_line(rec: RunRecord) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerow([_cell(getattr(rec, c)) for c in COLUMNS])
+    return buf.getvalue()
+
+
+class RunsWriter:
+    """Appends rows to runs.csv; every row is written, flushed and fsync'd on its own, so a kill
+    loses at most the row being written (a torn last line is cut off when the file is reopened)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        repair_csv(path)
+        new = not path.exists() or path.stat().st_size == 0
+        self._f = open(path, "a", newline="", encoding="utf-8")
+        if new:
+            self._write(",".join(COLUMNS) + "\n")
+
+    def _write(self, text: str) -> None:
+        self._f.write(text)
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def append(self, rec: RunRecord) -> None:
+        self._write(record_line(rec))
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> "RunsWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def repair_csv(path: Path) -> None:
+    """Cut a torn (unterminated) last line left by a kill."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with open(path, "r+b") as f:
+            f.truncate(cut)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def read_records(path: Path) -> list[RunRecord]:
+    """All complete rows of a runs.csv (a torn last line is ignored)."""
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    if text and not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+    rows = list(csv.DictReader(io.StringIO(text)))
+    out = []
+    for r in rows:
+        kw = {c: _uncell(c, r.get(c, "") or "") for c in COLUMNS}
+        out.append(RunRecord(**kw))
+    return out
+
+
+def read_runs(path: str | Path) -> "Any":
+    """runs.csv as a pandas DataFrame with proper dtypes (nullable ints/bools)."""
+    import pandas as pd
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / RUNS_CSV
+    recs = read_records(p)
+    df = pd.DataFrame([asdict(r) for r in recs], columns=COLUMNS)
+    for c in _INT:
+        df[c] = df[c].astype("Int64")
+    for c in _FLOAT:
+        df[c] = df[c].astype("Float64")
+    for c in _BOOL:
+        df[c] = df[c].astype("boolean")
+    return df
+
+
+# --- meta.json ---
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=False, default=str)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+# --- speed limit and summary (pure functions over the runs table) ---
+
+def _ok(df: Any) -> Any:
+    ok = df["exit_code"] == 0
+    return df[ok.fillna(False).astype(bool)]
+
+
+def speed_limit(runs: Any, cache: str | None = None) -> dict[str, Any]:
+    """The fastest the file could be hashed in this run.
+
+    fio_best_Bps: best fio read bandwidth (median per fio command, then the max over commands).
+    blake3_single_core_Bps / blake3_all_core_Bps: warm mode only, the median throughput of
+    `b3sum --num-threads 1` and of `b3sum` (all threads), both with mmap.
+    limit_Bps: the smallest of those that are known.
+    """
+    df = _ok(runs)
+    if cache is None:
+        caches = set(runs["cache"].dropna().unique()) if len(runs) else set()
+        cache = caches.pop() if len(caches) == 1 else "cold"
+    out: dict[str, Any] = {"fio_best_Bps": None, "fio_best_label": None,
+                           "blake3_single_core_Bps": None, "blake3_all_core_Bps": None,
+                           "limit_Bps": None}
+    fio = df[(df["tool"] == "fio") & df["fio_bw_Bps"].notna()]
+    if len(fio):
+        med = fio.groupby("label")["fio_bw_Bps"].median()
+        out["fio_best_label"] = str(med.idxmax())
+        out["fio_best_Bps"] = float(med.max())
+    if cache == "warm":
+        b3 = df[(df["tool"] == "b3sum") & (df["mmap"] == True)]  # noqa: E712 (nullable)
+        one = b3[b3["num_threads"] == 1]["throughput_Bps"]
+        all_ = b3[b3["num_threads"].isna()]["throughput_Bps"]
+        if len(one):
+            out["blake3_single_core_Bps"] = float(one.median())
+        if len(all_):
+            out["blake3_all_core_Bps"] = float(all_.median())
+    known = [out[k] for k in ("fio_best_Bps", "blake3_all_core_Bps") if out[k]]
+    out["limit_Bps"] = min(known) if known else None
+    return out
+
+
+def per_command(runs: Any) -> Any:
+    """One row per command: n, failures, median/min/max wall, median throughput, hash status."""
+    import pandas as pd
+
+    rows = []
+    for label, g in runs.groupby("label", sort=False):
+        ok = _ok(g)
+        hash_vals = g["hash_ok"].dropna()
+        rows.append({
+            "label": label, "tool": g["tool"].iloc[0], "variant": g["variant"].iloc[0],
+            "n": int(len(ok)), "failed": int(len(g) - len(ok)),
+            "median_s": float(ok["wall_s"].median()) if len(ok) else None,
+            "min_s": float(ok["wall_s"].min()) if len(ok) else None,
+            "max_s": float(ok["wall_s"].max()) if len(ok) else None,
+            "throughput_Bps": float(ok["throughput_Bps"].median()) if len(ok) else None,
+            "hash": "-" if not len(hash_vals) else ("ok" if bool(hash_vals.all()) else "MISMATCH"),
+            "resident_max": float(g["resident_before"].max()) if g["resident_before"].notna().any() else None,
+        })
+    return pd.DataFrame(rows)
+
+
+def summarize(runs: Any, cache: str | None = None) -> str:
+    """The summary table printed at the end of a run (and saved as summary.txt)."""
+    if not len(runs):
+        return "no runs recorded\n"
+    lim = speed_limit(runs, cache)
+    limit = lim["limit_Bps"]
+    table = per_command(runs).sort_values("throughput_Bps", ascending=False, na_position="last")
+    width = max(20, min(60, int(table["label"].str.len().max())))
+    lines = [f"{'command':<{width}}  {'n':>3}  {'median':>8}  {'min':>8}  {'max':>8}  "
+             f"{'throughput':>11}  {'of limit':>8}  hash"]
+
+    def sec(v: Any) -> str:
+        return "-" if v is None or v != v else f"{v:.3f} s"
+
+    for r in table.itertuples():
+        ratio = f"{r.throughput_Bps / limit * 100:.0f} %" if limit and r.throughput_Bps else "-"
+        n = f"{r.n}" + (f"+{r.failed}!" if r.failed else "")
+        label = r.label if len(r.label) <= width else r.label[: width - 1] + "…"
+        lines.append(f"{label:<{width}}  {n:>3}  {sec(r.median_s):>8}  {sec(r.min_s):>8}  "
+                     f"{sec(r.max_s):>8}  {format_rate(r.throughput_Bps):>11}  {ratio:>8}  {r.hash}")
+    lines.append("")
+
+    def best(mask: Any) -> str:
+        t = table[mask & table["throughput_Bps"].notna()]
+        if not len(t):
+            return "-"
+        r = t.iloc[0]
+        return f"{r['label']}  {format_rate(r['throughput_Bps'])}  (median {sec(r['median_s'])})"
+
+    if lim["fio_best_Bps"]:
+        lines.append(f"speed limit (fio): {format_rate(lim['fio_best_Bps'])}  ({lim['fio_best_label']})")
+    else:
+        lines.append("speed limit (fio): - (no fio rows)")
+    if lim["blake3_single_core_Bps"] or lim["blake3_all_core_Bps"]:
+        lines.append(f"BLAKE3 in memory:  single core {format_rate(lim['blake3_single_core_Bps'])}, "
+                     f"all cores {format_rate(lim['blake3_all_core_Bps'])}")
+    lines.append(f"best hasher:       {best(table['tool'] == 'hasher')}")
+    lines.append(f"best b3sum:        {best(table['tool'] == 'b3sum')}")
+    lines.append(f"cat:               {best(table['tool'] == 'cat')}")
+    bad = table[table["hash"] == "MISMATCH"]
+    for r in bad.itertuples():
+        lines.append(f"HASH MISMATCH:     {r.label}")
+    fails = table[table["failed"] > 0]
+    for r in fails.itertuples():
+        lines.append(f"FAILED RUNS:       {r.label}: {r.failed}")
+    return "\n".join(lines) + "\n"
+
+
+def records_to_dicts(recs: Iterable[RunRecord]) -> list[dict[str, Any]]:
+    return [asdict(r) for r in recs]

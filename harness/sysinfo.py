@@ -1,0 +1,218 @@
+"""Machine fingerprint and tool versions, probed in one place.
+
+Every probe that fails records null for its value and the reason under "errors";
+nothing here raises.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.config import REPO_ROOT
+
+CPU_FLAGS_OF_INTEREST = ("sse2", "sse4_1", "ssse3", "avx", "avx2", "avx512f", "avx512vl", "avx512bw",
+                         "sha_ni", "aes", "neon", "asimd")
+
+
+def _run(argv: list[str], timeout: float = 10) -> str:
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=True)
+    return (out.stdout or out.stderr).strip()
+
+
+class _Probe:
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self.errors: dict[str, str] = {}
+
+    def __call__(self, key: str, fn: Callable[[], Any]) -> Any:
+        try:
+            v = fn()
+        except Exception as e:  # noqa: BLE001 - every failure becomes null + reason
+            v = None
+            reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            if isinstance(e, subprocess.CalledProcessError):
+                reason = f"{' '.join(map(str, e.cmd))}: exit {e.returncode}"
+            if isinstance(e, FileNotFoundError) and e.filename:
+                reason = f"not found: {e.filename}"
+            self.errors[key] = reason
+        self.values[key] = v
+        return v
+
+
+def _cpuinfo() -> dict[str, str]:
+    info: dict[str, str] = {}
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            info.setdefault(k.strip(), v.strip())
+    return info
+
+
+def _os_release() -> str:
+    kv = {}
+    for line in Path("/etc/os-release").read_text().splitlines():
+        if "=" in line:
+            k, v = line.split("=", 1)
+            kv[k] = v.strip().strip('"')
+    return kv.get("PRETTY_NAME") or kv["NAME"]
+
+
+def _mount_of(path: Path) -> dict[str, str]:
+    """The mountinfo entry of the filesystem holding `path` (matched by device number)."""
+    st = os.stat(path)
+    want = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    best: dict[str, str] | None = None
+    real = str(path.resolve())
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, right = line.split(" - ", 1)
+        f = left.split()
+        r = right.split()
+        if f[2] != want:
+            continue
+        mnt = f[4].replace("\\040", " ")
+        if real == mnt or real.startswith(mnt.rstrip("/") + "/"):
+            if best is None or len(mnt) > len(best["mount_point"]):
+                best = {"mount_point": mnt, "fs_type": r[0], "source": r[1],
+                        "mount_options": f[5] + ("," + r[2] if len(r) > 2 else ""), "dev": want}
+    if best is None:
+        raise LookupError(f"no mountinfo entry for device {want}")
+    return best
+
+
+def _block_device(dev: str) -> Path:
+    """/sys/block/<disk> for a major:minor (partitions map to their disk)."""
+    p = Path("/sys/dev/block") / dev
+    if not p.exists():
+        raise LookupError(f"no block device {dev} (not a block-device filesystem)")
+    real = p.resolve()
+    if (real / "partition").exists():
+        real = real.parent
+    return Path("/sys/block") / real.name
+
+
+def _read(p: Path) -> str:
+    return p.read_text().strip()
+
+
+def fingerprint(file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    probe = _Probe()
+    cpu = probe("cpuinfo", _cpuinfo) or {}
+    probe.values.pop("cpuinfo", None)
+    probe("cpu_model", lambda: cpu.get("model name") or cpu.get("Model") or platform.processor() or None)
+    probe("cores", os.cpu_count)
+    probe("cores_usable", lambda: len(os.sched_getaffinity(0)))
+    flags = set((cpu.get("flags") or cpu.get("Features") or "").split())
+    probe("cpu_flags", lambda: [f for f in CPU_FLAGS_OF_INTEREST if f in flags])
+    probe("mem_total_bytes", lambda: int(re.search(r"MemTotal:\s+(\d+) kB",
+                                                   Path("/proc/meminfo").read_text()).group(1)) * 1024)
+    probe("kernel", platform.release)
+    probe("arch", platform.machine)
+    probe("distribution", _os_release)
+    probe("hostname", platform.node)
+    probe("io_uring_disabled", lambda: int(_read(Path("/proc/sys/kernel/io_uring_disabled"))))
+    target = Path(file) if file else REPO_ROOT
+    probe("file", lambda: str(target))
+    mount = probe("mount", lambda: _mount_of(target)) or {}
+    probe.values.pop("mount", None)
+    for k in ("fs_type", "mount_options", "mount_point", "source"):
+        probe(k, lambda k=k: mount[k] if mount else None)
+    if mount:
+        disk = probe("block_device", lambda: str(_block_device(mount["dev"])))
+        if disk:
+            d = Path(disk)
+            probe("device_model", lambda: _read(d / "device" / "model") or None)
+            probe("device_vendor", lambda: _read(d / "device" / "vendor") or None)
+            probe("rotational", lambda: _read(d / "queue" / "rotational") == "1")
+            probe("scheduler", lambda: re.search(r"\[(\S+)\]", _read(d / "queue" / "scheduler")).group(1)
+                  if "[" in _read(d / "queue" / "scheduler") else _read(d / "queue" / "scheduler"))
+            probe("nr_requests", lambda: int(_read(d / "queue" / "nr_requests")))
+            probe("device_queue_depth", lambda: int(_read(d / "device" / "queue_depth")))
+            probe("max_sectors_kb", lambda: int(_read(d / "queue" / "max_sectors_kb")))
+            probe("read_ahead_kb", lambda: int(_read(d / "queue" / "read_ahead_kb")))
+    out = dict(probe.values)
+    out["fingerprint_id"] = fingerprint_id(out)
+    out["errors"] = probe.errors
+    return out
+
+
+def fingerprint_id(fp: dict[str, Any]) -> str:
+    """Short stable id: CPU model, cores, memory (GiB, rounded), kernel major.minor, fs, device model."""
+    kernel = fp.get("kernel") or ""
+    m = re.match(r"(\d+)\.(\d+)", kernel)
+    mem = fp.get("mem_total_bytes")
+    key = [
+        fp.get("cpu_model"), fp.get("cores"),
+        round(mem / (1 << 30)) if isinstance(mem, int) else None,
+        f"{m.group(1)}.{m.group(2)}" if m else kernel,
+        fp.get("fs_type"), fp.get("device_model") or fp.get("device_vendor"),
+    ]
+    return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]
+
+
+def _first_line(s: str) -> str:
+    return s.splitlines()[0].strip() if s else s
+
+
+def _blake3_version(bin_dir: Path) -> str:
+    for name in ("liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread", "uring_b3sum"):
+        prog = bin_dir / name
+        if prog.exists():
+            try:
+                out = _run([str(prog), "--version"], timeout=5)
+                m = re.search(r"blake3\D*(\d+\.\d+\.\d+)", out, re.IGNORECASE)
+                if m:
+                    return m.group(1)
+            except (subprocess.SubprocessError, OSError):
+                pass
+    vendored = sorted((REPO_ROOT / "build" / "vendor").glob("blake3-*"))
+    if vendored:
+        return vendored[-1].name.removeprefix("blake3-")
+    raise LookupError("no hasher --version and no build/vendor/blake3-*")
+
+
+def versions(bin_dir: Path | None = None, tools: dict[str, str] | None = None) -> dict[str, Any]:
+    """Versions of the toolchain and the measured tools. `tools` maps name -> executable."""
+    from harness.plan import find_tool
+
+    tools = dict(tools or {})
+    for name in ("fio", "hyperfine", "b3sum", "xxhsum", "gcc"):
+        if name not in tools:
+            found = find_tool(name)
+            tools[name] = str(found) if found else name
+    probe = _Probe()
+    probe("gcc", lambda: _run([tools["gcc"], "-dumpfullversion"]))
+    probe("liburing", lambda: _run(["dpkg-query", "-W", "-f=${Version}", "liburing-dev"]))
+    probe("blake3", lambda: _blake3_version(bin_dir or REPO_ROOT / "build" / "bin"))
+    probe("fio", lambda: _run([tools["fio"], "--version"]).removeprefix("fio-"))
+    probe("hyperfine", lambda: _run([tools["hyperfine"], "--version"]).split()[-1])
+    probe("b3sum", lambda: _run([tools["b3sum"], "--version"]).split()[-1])
+    probe("xxhsum", lambda: re.search(r"\d+\.\d+\.\d+", _run([tools["xxhsum"], "--version"])).group(0))
+    probe("python", platform.python_version)
+    probe("pandas", lambda: __import__("pandas").__version__)
+    probe("tqdm", lambda: __import__("tqdm").__version__)
+    probe("ringsum", lambda: __import__("harness").__version__)
+    out = dict(probe.values)
+    out["errors"] = probe.errors
+    return out
+
+
+def git_state() -> dict[str, Any]:
+    probe = _Probe()
+    probe("git_commit", lambda: _run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"]))
+    probe("git_dirty", lambda: bool(subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True, text=True, timeout=10, check=True).stdout.strip()))
+    out = dict(probe.values)
+    out["git_errors"] = probe.errors
+    return out
+
+
+def sysinfo(file: str | os.PathLike[str] | None = None, bin_dir: Path | None = None) -> dict[str, Any]:
+    return {"fingerprint": fingerprint(file), "versions": versions(bin_dir), **git_state()}

@@ -1,0 +1,100 @@
+"""Page cache: residency measurement, the cold drop really evicts, the prepare helper and its
+quoting through hyperfine's shell-words splitting (-N) with awkward paths."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import cache
+from harness.run import prepare_argv
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="dropping the page cache needs root")
+
+
+def test_residency_methods_agree_on_a_freshly_written_file(random_file):
+    f = random_file(3 << 20)
+    cache.read_file(f)
+    frac, method = cache.resident_fraction(f)
+    assert frac > 0.99
+    r1, t1 = cache.resident_pages_mincore(f)
+    assert t1 == (3 << 20) // cache.PAGE and r1 == t1
+    try:
+        r2, t2 = cache.resident_pages_cachestat(f)
+    except OSError:
+        pytest.skip("cachestat not available on this kernel")
+    assert (r2, t2) == (r1, t1) and method == "cachestat"
+
+
+def test_fadvise_evicts_and_mincore_sees_it(random_file):
+    """Without root: posix_fadvise(DONTNEED) on a clean file; both methods must see 0."""
+    f = random_file(2 << 20)
+    os.sync()
+    cache.read_file(f)
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    assert cache.resident_pages_mincore(f)[0] == 0
+    assert cache.resident_fraction(f)[0] < 0.01
+
+
+@needs_root
+def test_cold_drop_really_leaves_file_non_resident(random_file):
+    f = random_file(8 << 20)
+    cache.read_file(f)
+    assert cache.resident_fraction(f)[0] > 0.99
+    cache.drop_caches()  # global drop only: no per-file fadvise help
+    assert cache.resident_fraction(f)[0] < 0.01
+    assert cache.make_warm(f) > 0.99  # warm mode brings it back
+
+
+@needs_root
+def test_prepare_helper_drop_and_warm_log(random_file, tmp_path: Path):
+    f = random_file(4 << 20)
+    log = tmp_path / "prep.jsonl"
+    cache.read_file(f)
+    subprocess.run([sys.executable, "-m", "harness.cache", "prepare", "--drop", "--file", str(f),
+                    "--log", str(log)], check=True)
+    rec = cache.read_last_record(log)
+    assert rec is not None and rec["resident"] < 0.01 and rec["dropped"] is True
+    subprocess.run([sys.executable, "-m", "harness.cache", "prepare", "--warm", "--file", str(f),
+                    "--log", str(log)], check=True)
+    assert cache.read_last_record(log)["resident"] > 0.99  # type: ignore[index]
+    assert len(log.read_text().splitlines()) == 2
+
+
+def test_drop_refused_without_root(monkeypatch, tmp_path: Path):
+    from harness import cli
+
+    monkeypatch.setattr(cache, "is_root", lambda: False)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[run]\ncache = "cold"\nfile_size = "4K"\n[baselines]\ncat = true\n')
+    code = cli.main(["run", str(cfg), "--dir", str(tmp_path), "--out", str(tmp_path / "r")])
+    assert code == 2
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.skipif(shutil.which("hyperfine") is None, reason="hyperfine not installed")
+def test_prepare_command_quoting_through_hyperfine(tmp_path: Path):
+    """-N: hyperfine splits --prepare with shell-words rules; the path has a space and a quote."""
+    d = tmp_path / "dir with space"
+    d.mkdir()
+    f = d / "it's a file.bin"
+    f.write_bytes(os.urandom(64 << 10))
+    log = d / "prep log.jsonl"
+    mode = "cold" if os.geteuid() == 0 else "warm"
+    prep = prepare_argv(sys.executable, str(f), log, mode)
+    out = tmp_path / "o.json"
+    subprocess.run(["hyperfine", "-N", "--runs", "1", "--style", "none", "--export-json", str(out),
+                    "--prepare", prep, "true"], check=True, capture_output=True)
+    rec = cache.read_last_record(log)
+    assert rec is not None and rec["file"] == str(f)
+    assert json.loads(out.read_text())["results"][0]["exit_codes"] == [0]

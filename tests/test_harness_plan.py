@@ -1,0 +1,205 @@
+"""Grid expansion, exclude/constraint rules, labels and argv, shuffling, duration estimate."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.config import load_config, parse_config
+from harness.plan import FileSpec, PlanError, build_plan, estimate
+from harness.run import round_orders
+
+REPO = Path(__file__).resolve().parent.parent
+F = FileSpec("/data/f.bin", 1 << 30)
+
+
+def plan_of(text: str, files: list[FileSpec] | None = None):
+    cfg = parse_config(text, "t.toml")
+    return cfg, build_plan(cfg, files or [F])
+
+
+def test_full_grid_count():
+    _, p = plan_of("""
+        [[hashers]]
+        variant = "liburing_b3sum_singlethread"
+        block_size = ["64K", "128K", "512K", "2M"]
+        queue_depth = [1, 2, 4, 8, 32]
+        buffers = ["queue_depth", "2*queue_depth"]
+        direct = [true, false]
+    """)
+    assert len(p.commands) == 4 * 5 * 2 * 2
+    assert len({c.label for c in p.commands}) == len(p.commands)
+    assert len({c.slug for c in p.commands}) == len(p.commands)
+    c = next(c for c in p.commands if c.queue_depth == 8 and c.buffers == 16)
+    assert c.block_size is not None
+
+
+def test_exclude_rule_drops_matching_combinations():
+    _, p = plan_of("""
+        [[hashers]]
+        variant = "v"
+        block_size = ["512K", "2M"]
+        queue_depth = [2, 4]
+        direct = [true, false]
+        exclude = [{ direct = false, block_size = "2M" }, { queue_depth = [4], direct = true, block_size = "512K" }]
+    """)
+    combos = {(c.block_size >> 10, c.queue_depth, c.direct) for c in p.commands}
+    assert combos == {(512, 2, True), (512, 2, False), (512, 4, False), (2048, 2, True), (2048, 4, True)}
+
+
+def test_constraints_see_resolved_buffers():
+    _, p = plan_of("""
+        [[hashers]]
+        variant = "v"
+        block_size = ["1M", "4M"]
+        queue_depth = [4, 16]
+        buffers = ["queue_depth", "2*queue_depth"]
+        constraints = ["block_size * buffers <= 32M", "queue_depth >= 4", "buffers != 32"]
+    """)
+    got = sorted((c.block_size >> 20, c.queue_depth, c.buffers) for c in p.commands)
+    # 1M: (4,4) (4,8) (16,16) [(16,32) fails buffers != 32];  4M: (4,4) 16M ok, (4,8) 32M ok, 16x.. > 32M
+    assert got == [(1, 4, 4), (1, 4, 8), (1, 16, 16), (4, 4, 4), (4, 4, 8)]
+
+
+def test_everything_excluded_is_noted():
+    _, p = plan_of("""
+        [[hashers]]
+        variant = "v"
+        direct = [true]
+        exclude = [{ direct = true }]
+        [baselines]
+        cat = true
+    """)
+    assert [c.tool for c in p.commands] == ["cat"]
+    assert any("every combination excluded" in n for n in p.notes)
+
+
+def test_baseline_argv_and_knob_columns():
+    _, p = plan_of("""
+        [baselines]
+        cat = true
+        dd = { bs = ["64K"], direct = [false, true] }
+        b3sum = [{ num_threads = [1, "all"] }, { name = "nommap", no_mmap = true }]
+        xxhsum = { algo = ["xxh64", "xxh3"] }
+        fio = { bs = "512K", iodepth = 2, direct = true }
+    """, [FileSpec("/d/a:b.bin", 4096)])
+    by = {c.label: c for c in p.commands}
+    assert set(by) == {"cat", "dd bs=64K", "dd bs=64K iflag=direct", "b3sum --num-threads 1", "b3sum",
+                       "b3sum --no-mmap", "xxhsum", "xxhsum -H3", "fio bs=512K iodepth=2 direct=1"}
+    dd = by["dd bs=64K iflag=direct"]
+    assert dd.argv[1:] == ("if=/d/a:b.bin", "of=/dev/null", "bs=65536", "iflag=direct", "status=none")
+    assert (dd.block_size, dd.direct, dd.tool) == (65536, True, "dd")
+    assert by["b3sum --no-mmap"].mmap is False and by["b3sum --no-mmap"].group == "nommap"
+    assert by["b3sum"].num_threads is None and by["b3sum"].mmap is True
+    fio = by["fio bs=512K iodepth=2 direct=1"]
+    assert (fio.block_size, fio.queue_depth, fio.direct) == (512 << 10, 2, True)
+    assert "--filename=/d/a\\:b.bin" in fio.argv  # fio's ':' separator escaped
+    assert "--size=4096" in fio.argv and "--ioengine=io_uring" in fio.argv
+    assert by["cat"].trace_argv is None and not by["cat"].hashes and by["b3sum"].hashes
+
+
+def test_article_config_rows():
+    cfg = load_config(REPO / "configs" / "article.toml")
+    p = build_plan(cfg, [F])
+    labels = [c.label for c in p.commands]
+    for variant in ("liburing_b3sum_singlethread", "liburing_b3sum_multithread"):
+        assert f"{variant} 512 2 1 0 2 0 0" in labels
+        assert f"{variant} 128 20 0 0 8 0 0" in labels
+    for n in range(1, 9):
+        assert f"b3sum --num-threads {n}" in labels
+    for lbl in ("b3sum --no-mmap", "cat", "dd bs=64K", "dd bs=2M", "fio bs=512K iodepth=2 direct=1", "xxhsum"):
+        assert lbl in labels
+    assert len(labels) == 18
+    st_ = next(c for c in p.commands if c.label.startswith("liburing_b3sum_singlethread"))
+    assert list(st_.argv[1:]) == [F.path, "512", "2", "1", "0", "2", "0", "0"]
+    assert st_.trace_argv is not None and "--trace" in st_.trace_argv
+    assert p.rounds == 10
+
+
+def test_warm_mode_adds_blake3_speed_commands():
+    text = '[run]\ncache = "warm"\n[baselines]\ncat = true\nb3sum = { num_threads = [1] }\n'
+    _, p = plan_of(text)
+    labels = [c.label for c in p.commands]
+    assert labels.count("b3sum --num-threads 1") == 1 and "b3sum" in labels
+    _, p = plan_of(text.replace('"warm"', '"cold"'))
+    assert "b3sum" not in [c.label for c in p.commands]
+
+
+def test_multiple_files_tag_labels():
+    _, p = plan_of("[baselines]\ncat = true\n", [FileSpec("/a/x.bin", 10), FileSpec("/a/y.bin", 20)])
+    assert [c.label for c in p.commands] == ["cat [x.bin]", "cat [y.bin]"]
+
+
+def test_shipped_config_estimates_fit_their_budget():
+    for name, limit_s in (("quick", 300), ("ci", 60)):
+        cfg = load_config(REPO / "configs" / f"{name}.toml")
+        size = cfg.run.file_sizes[0]
+        p = build_plan(cfg, [FileSpec("/x", size)])
+        est = estimate(p, cfg)
+        assert est.total_s < limit_s * 0.8, (name, est)
+        if name == "quick":
+            assert p.timed_executions + p.traced_executions <= 150
+
+
+def test_plan_cli_prints_commands_and_estimate():
+    out = subprocess.run([sys.executable, "-m", "harness", "plan", str(REPO / "configs" / "ci.toml")],
+                         capture_output=True, text=True, check=True).stdout
+    assert "estimated duration:" in out
+    assert "timed executions" in out
+    assert "b3sum --num-threads 1" in out
+
+
+# --- shuffling ---
+
+def test_shuffle_every_command_once_per_round_and_rounds_differ():
+    labels = [f"c{i}" for i in range(6)]
+    orders = round_orders(labels, rounds=10, runs_per_round=1, seed=42)
+    assert len(orders) == 10
+    for o in orders:
+        assert sorted(o) == sorted(labels)
+    for a, b in zip(orders, orders[1:]):
+        assert a != b
+    assert orders == round_orders(labels, 10, 1, 42)  # seed makes it reproducible
+    assert orders != round_orders(labels, 10, 1, 43)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 12), rounds=st.integers(1, 6), reps=st.integers(1, 3), seed=st.integers(0, 2**32))
+def test_shuffle_property(n: int, rounds: int, reps: int, seed: int):
+    labels = [f"l{i}" for i in range(n)]
+    orders = round_orders(labels, rounds, reps, seed)
+    assert len(orders) == rounds
+    for o in orders:
+        assert Counter(o) == {lbl: reps for lbl in labels}
+    if n >= 2:
+        for a, b in zip(orders, orders[1:]):
+            assert a != b
+
+
+@pytest.mark.parametrize("cfg", ["ci", "quick", "article", "full"])
+def test_shipped_configs_have_unique_labels(cfg: str):
+    c = load_config(REPO / "configs" / f"{cfg}.toml")
+    p = build_plan(c, [F])
+    assert len({x.label for x in p.commands}) == len(p.commands)
+
+
+def test_io_uring_feature_knobs_become_flags_labels_and_columns():
+    text = ('[[hashers]]\nvariant = "liburing_b3sum_singlethread"\n'
+            'fixed_buffers = [false, true]\nsqpoll = true\nparallel_hash = true\n')
+    _, p = plan_of(text)
+    assert len(p.commands) == 2
+    on = next(c for c in p.commands if c.fixed_buffers)
+    assert {"--fixed-buffers", "--sqpoll", "--parallel-hash"} <= set(on.argv)
+    assert on.label.endswith("fixedbuf sqpoll parhash") and on.sqpoll and not on.fixed_file
+
+
+def test_positional_style_refuses_knobs_it_cannot_express():
+    text = '[[hashers]]\nvariant = "liburing_b3sum_singlethread"\nstyle = "positional"\nsqpoll = true\n'
+    with pytest.raises(PlanError, match="cannot express sqpoll"):
+        plan_of(text)

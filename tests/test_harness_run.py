@@ -1,0 +1,320 @@
+"""End to end with the real tools on small files: a full run directory, a wrong hash failing the
+run, a hanging command, and resume after SIGKILL."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.results import COLUMNS, read_runs
+
+REPO = Path(__file__).resolve().parent.parent
+B3SUM_LOCAL = REPO / ".tools" / "bin" / "b3sum"
+VARIANTS = ("liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread")
+IS_ROOT = os.geteuid() == 0
+MODE_ARGS = [] if IS_ROOT else ["--warm"]  # cold mode needs root
+
+FAKE_HASHER = r"""#!/bin/sh
+# A stand-in hasher with the real CLI: hashes with b3sum, or prints a WRONG hash in b3sum format.
+# WRONG=always|trace|never
+trace=""; file=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --block-size|--queue-depth|--buffers) shift 2;;
+    --trace) trace="$2"; shift 2;;
+    --*) shift;;
+    *) file="$1"; shift;;
+  esac
+done
+if [ -n "$trace" ]; then
+  printf 'time_ns,in_flight,reaped,blocks_hashed,bytes_hashed\n1,1,1,1,4096\n' > "$trace"
+fi
+if [ "@WRONG@" = always ] || { [ "@WRONG@" = trace ] && [ -n "$trace" ]; }; then
+  cat "$file" > /dev/null
+  printf '%064d  %s\n' 0 "$file"
+  exit 0
+fi
+[ "@SLEEP@" = 0 ] || sleep @SLEEP@
+exec "@B3SUM@" "$file"
+"""
+
+
+@pytest.fixture(autouse=True)
+def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests do not wait for (or block) a real sweep running on the same machine."""
+    monkeypatch.setenv("RINGSUM_LOCK", str(tmp_path / "ringsum.lock"))
+
+
+def b3sum_exe() -> str:
+    if B3SUM_LOCAL.is_file():
+        return str(B3SUM_LOCAL)
+    import shutil
+
+    found = shutil.which("b3sum")
+    if not found:
+        pytest.skip("b3sum not installed (make deps)")
+    return found
+
+
+def fake_hasher(path: Path, wrong: str = "never", sleep: int = 0) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(FAKE_HASHER.replace("@WRONG@", wrong).replace("@SLEEP@", str(sleep))
+                    .replace("@B3SUM@", b3sum_exe()))
+    path.chmod(0o755)
+    return path
+
+
+def ringsum(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=timeout)
+
+
+def run_dirs(out: Path) -> list[Path]:
+    return sorted(p for p in out.iterdir() if p.is_dir())
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_full_run_directory(tmp_path: Path):
+    hasher = fake_hasher(tmp_path / "bin" / "good hasher")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"""
+[run]
+rounds = 2
+timeout_s = 30
+[[hashers]]
+name = "fake"
+variant = "fakehasher"
+path = "{hasher}"
+block_size = ["64K", "1M"]
+direct = [false, true]
+exclude = [{{ direct = true, block_size = "64K" }}]
+[baselines]
+cat = true
+dd = {{ bs = ["64K"], direct = [false, true] }}
+b3sum = {{ num_threads = [1] }}
+xxhsum = true
+fio = {{ bs = ["128K"], iodepth = [2], direct = [true] }}
+""")
+    data_dir = tmp_path / "data dir"  # a space, on purpose: prepare quoting
+    out = tmp_path / "results"
+    p = ringsum("run", str(cfg), "--size", "4M", "--dir", str(data_dir), "--out", str(out), *MODE_ARGS)
+    assert p.returncode == 0, p.stderr
+    (rd,) = run_dirs(out)
+    assert f"run directory: {rd}" in p.stdout
+    assert (data_dir / "ringsum-4M.bin").stat().st_size == 4 << 20
+
+    # runs.csv: exact columns, one row per (command, round)
+    with open(rd / "runs.csv") as f:
+        header = f.readline().strip().split(",")
+    assert header == COLUMNS
+    assert header[:36] == ["label", "tool", "variant", "group", "block_size", "queue_depth", "buffers",
+                           "direct", "process_in_inner_loop", "drain", "link", "fixed_buffers", "fixed_file",
+                           "sqpoll", "submit_and_wait", "iopoll", "parallel_hash", "num_threads", "mmap",
+                           "extra", "file", "file_size", "cache", "round", "position", "wall_s",
+                           "user_s", "sys_s", "bytes", "throughput_Bps", "exit_code", "resident_before",
+                           "hash_ok", "fio_bw_Bps", "fio_runtime_s", "started_at"]
+    df = read_runs(rd)
+    # hasher 3 (4 - 1 excluded), cat, dd 2, b3sum 1 (+ plain `b3sum` added in warm mode), xxhsum, fio
+    n_cmds = 3 + 1 + 2 + (1 if IS_ROOT else 2) + 1 + 1
+    assert len(df) == 2 * n_cmds
+    assert Counter(zip(df["label"], df["round"])) == {k: 1 for k in zip(df["label"], df["round"])}
+    assert set(df["tool"]) == {"hasher", "cat", "dd", "b3sum", "xxhsum", "fio"}
+    assert (df["exit_code"] == 0).all()
+    assert (df["wall_s"] > 0).all()
+    assert ((df["throughput_Bps"] - df["file_size"] / df["wall_s"]).abs() < 1).all()
+    hashing = df["tool"].isin(["hasher", "b3sum"])
+    assert df.loc[hashing, "hash_ok"].eq(True).all()
+    assert df.loc[~hashing, "hash_ok"].isna().all()
+    fio = df[df["tool"] == "fio"]
+    assert (fio["fio_bw_Bps"] > 0).all() and (fio["fio_runtime_s"] >= 0).all()
+    assert fio["block_size"].eq(128 << 10).all() and fio["queue_depth"].eq(2).all()
+    if IS_ROOT:
+        assert (df["resident_before"] <= 0.01).all()
+    else:
+        assert (df["resident_before"] >= 0.99).all()
+    for r in range(1, 3):
+        assert sorted(df[df["round"] == r]["position"]) == list(range(n_cmds))
+    dd = df[df["label"] == "dd bs=64K iflag=direct"]
+    assert dd["direct"].eq(True).all() and dd["block_size"].eq(65536).all()
+    assert df[df["label"] == "b3sum --num-threads 1"]["num_threads"].eq(1).all()
+
+    meta = json.loads((rd / "meta.json").read_text())
+    for key in ("config", "fingerprint", "versions", "git_commit", "git_dirty", "started_at",
+                "finished_at", "files", "speed_limit", "seed"):
+        assert key in meta, key
+    assert meta["finished_at"] is not None
+    assert meta["fingerprint"]["fingerprint_id"]
+    assert meta["files"][0]["size"] == 4 << 20 and len(meta["files"][0]["b3sum"]) == 64
+    assert meta["speed_limit"]["fio_best_Bps"] == pytest.approx(fio.groupby("label")["fio_bw_Bps"].median().max())
+    assert meta["config"]["run"]["cache"] == ("cold" if IS_ROOT else "warm")
+    if not IS_ROOT:
+        assert meta["speed_limit"]["blake3_single_core_Bps"] > 0
+        assert meta["speed_limit"]["blake3_all_core_Bps"] > 0
+
+    plan = json.loads((rd / "plan.json").read_text())
+    assert len(plan["orders"]) == 2 and all(sorted(o) == sorted(c["label"] for c in plan["commands"])
+                                            for o in plan["orders"])
+    raws = {p.name for p in (rd / "raw").iterdir()}
+    assert sum(n.endswith(".fio.json") for n in raws) == 2
+    assert sum(n.startswith("r002-") and n.endswith(".json") and ".fio." not in n for n in raws) == n_cmds
+    index = csv_rows(rd / "traces" / "index.csv")
+    assert len(index) == 3 and all((rd / r["trace"]).is_file() for r in index)
+    assert "speed limit (fio)" in (rd / "summary.txt").read_text()
+
+
+def test_wrong_hash_fails_the_run(tmp_path: Path):
+    bad = fake_hasher(tmp_path / "bad_hasher", wrong="always")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"""
+[run]
+rounds = 2
+trace = false
+[[hashers]]
+variant = "bad_hasher"
+path = "{bad}"
+block_size = "512K"
+[baselines]
+cat = true
+""")
+    out = tmp_path / "r"
+    p = ringsum("run", str(cfg), "--size", "1M", "--dir", str(tmp_path), "--out", str(out), *MODE_ARGS)
+    assert p.returncode == 1
+    assert "HASH MISMATCH" in p.stderr
+    assert "bad_hasher bs=512K qd=4 buf=4" in p.stderr.split("HASH MISMATCH against")[1]
+    (rd,) = run_dirs(out)
+    df = read_runs(rd)
+    hasher = df[df["tool"] == "hasher"]
+    assert len(hasher) == 2 and hasher["hash_ok"].eq(False).all()
+    assert len(df[df["tool"] == "cat"]) == 2  # the run went on measuring
+    assert "hash mismatch" in hasher["error"].iloc[0]
+
+
+def test_wrong_hash_in_traced_run_fails_the_run(tmp_path: Path):
+    bad = fake_hasher(tmp_path / "bin" / "liburing_b3sum_singlethread", wrong="trace")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[run]\nrounds = 1\n[[hashers]]\nvariant = "liburing_b3sum_singlethread"\n')
+    out = tmp_path / "r"
+    p = ringsum("run", str(cfg), "--size", "64K", "--dir", str(tmp_path), "--out", str(out),
+                "--bin-dir", str(bad.parent), *MODE_ARGS)
+    assert p.returncode == 1
+    assert "liburing_b3sum_singlethread bs=512K qd=4 buf=4 (traced run)" in p.stderr
+    df = read_runs(run_dirs(out)[0])
+    assert df["hash_ok"].eq(True).all()  # the timed runs themselves were fine
+
+
+def test_missing_hasher_binary_is_a_clear_error(tmp_path: Path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[[hashers]]\nvariant = "liburing_b3sum_singlethread"\n')
+    p = ringsum("run", str(cfg), "--size", "4K", "--dir", str(tmp_path), "--out", str(tmp_path / "r"),
+                "--bin-dir", str(tmp_path / "nowhere"), *MODE_ARGS)
+    assert p.returncode == 2
+    assert p.stderr.startswith("ringsum: hasher binary") and "run `make`" in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_hanging_command_is_recorded_and_sweep_continues(tmp_path: Path):
+    slow = fake_hasher(tmp_path / "slow_hasher", sleep=60)
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[run]\nrounds = 1\ntimeout_s = 1\ntrace = false\n[[hashers]]\nvariant = "slow"\n'
+                   f'path = "{slow}"\n[baselines]\ncat = true\n')
+    out = tmp_path / "r"
+    t0 = time.monotonic()
+    p = ringsum("run", str(cfg), "--size", "64K", "--dir", str(tmp_path), "--out", str(out), *MODE_ARGS)
+    assert time.monotonic() - t0 < 40
+    assert p.returncode == 1
+    assert "executions failed" in p.stderr
+    df = read_runs(run_dirs(out)[0])
+    hung = df[df["tool"] == "hasher"]
+    assert hung["exit_code"].isna().all() and "timeout" in hung["error"].iloc[0]
+    assert df[df["tool"] == "cat"]["exit_code"].eq(0).all()
+
+
+def _bin_dir_for_ci(tmp_path: Path) -> Path:
+    """The real hashers if built, else stand-ins with the same names."""
+    real = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
+    real = real if real.is_absolute() else REPO / real
+    if all((real / v).is_file() for v in VARIANTS):
+        return real
+    for v in VARIANTS:
+        fake_hasher(tmp_path / "fakebin" / v)
+    return tmp_path / "fakebin"
+
+
+def test_resume_after_sigkill(tmp_path: Path):
+    bins = _bin_dir_for_ci(tmp_path)
+    out = tmp_path / "results"
+    args = [sys.executable, "-m", "harness", "run", str(REPO / "configs" / "ci.toml"), "--size", "2M",
+            "--dir", str(tmp_path), "--out", str(out), "--bin-dir", str(bins), *MODE_ARGS]
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runs_csv = None
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if runs_csv is None and out.exists() and run_dirs(out):
+                runs_csv = run_dirs(out)[0] / "runs.csv"
+            if runs_csv is not None and runs_csv.exists() and runs_csv.read_text().count("\n") >= 8:
+                break
+            assert proc.poll() is None, "run finished before it could be killed"
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert runs_csv is not None
+    before = runs_csv.read_text()
+    kept = before[: before.rfind("\n") + 1].splitlines()[1:]  # complete rows only
+    assert 7 <= len(kept) < 27
+    rd = runs_csv.parent
+
+    p = ringsum("run", "--resume", str(rd))
+    assert p.returncode == 0, p.stderr
+    after = runs_csv.read_text().splitlines()[1:]
+    assert after[: len(kept)] == kept  # earlier rows unchanged
+    df = read_runs(rd)
+    plan = json.loads((rd / "plan.json").read_text())
+    labels = [c["label"] for c in plan["commands"]]
+    assert len(labels) == 9
+    assert len(df) == 9 * 3
+    assert Counter(zip(df["label"], df["round"])) == Counter({(lbl, r): 1 for lbl in labels for r in (1, 2, 3)})
+    assert Counter(zip(df["round"], df["position"])).most_common(1)[0][1] == 1
+    assert df["hash_ok"].dropna().all()
+    meta = json.loads((rd / "meta.json").read_text())
+    assert meta["finished_at"] and len(meta["resumed_at"]) == 1
+    traces = csv_rows(rd / "traces" / "index.csv")
+    assert Counter(t["label"] for t in traces) == Counter(
+        {c["label"]: 1 for c in plan["commands"] if c["tool"] == "hasher"})
+
+    p = ringsum("run", "--resume", str(rd))  # resuming a finished run adds nothing
+    assert p.returncode == 0
+    assert len(read_runs(rd)) == 27
+
+
+def test_second_run_waits_for_the_first(tmp_path: Path):
+    import fcntl
+
+    lock = tmp_path / "ringsum.lock"  # the autouse fixture points RINGSUM_LOCK here
+    with open(lock, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        cfg = tmp_path / "c.toml"
+        cfg.write_text("[run]\nrounds = 1\n[baselines]\ncat = true\n")
+        proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(cfg), "--size", "4K",
+                                 "--dir", str(tmp_path), "--out", str(tmp_path / "r"), *MODE_ARGS],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        assert proc.poll() is None  # still waiting
+        assert not (tmp_path / "r").exists()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "waiting for another ringsum run" in err
