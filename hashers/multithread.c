@@ -1,60 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* liburing_b3sum_multithread: a producer thread keeps reads in flight while the caller hashes. */
-#include <pthread.h>
-#include <string.h>
-
+/* liburing_b3sum_multithread: the article's producer thread and consumer (the loop is in threaded.c). */
 #include "ringsum.h"
-
-/*
- * The producer never waits on the completion queue itself: with every cell
- * available and nothing in flight, no completion would ever come. It sleeps
- * on an eventfd that both completions and the consumer's releases signal.
- */
-static void *producer(void *arg)
-{
-	struct ring *r = arg;
-	int ret = 0, progress;
-
-	while (!atomic_load(&r->error) && (r->producer_head < r->nr_blocks || ring_in_flight(r) > 0)) {
-		progress = ret = ring_request(r);
-		if (ret >= 0)
-			ret = ring_submit(r, false);
-		while (ret >= 0 && (ret = ring_reap_one(r, false)) > 0)
-			progress++;
-		if (ret < 0) {
-			ring_fail(r, ret);
-			break;
-		}
-		if (!progress)
-			ring_producer_sleep(r);
-	}
-	ring_drain(r);
-	return NULL;
-}
-
-static int hash_file(struct ring *r, blake3_hasher *hasher)
-{
-	pthread_t thread;
-	int ret = pthread_create(&thread, NULL, producer, r);
-
-	if (ret)
-		return -ret;
-	while (!ring_consumed_all(r) && !atomic_load(&r->error)) {
-		if (!ring_consume(r, hasher))
-			ring_consumer_sleep(r);
-	}
-	pthread_join(thread, NULL);
-	return atomic_load(&r->error);
-}
 
 static const struct variant multithread = {
 	.name = "liburing_b3sum_multithread",
 	.uses_uring = true,
 	.uses_eventfd = true,
-	/* The producer thread changes with every file, so the ring cannot be SINGLE_ISSUER. */
-	.setup_flags = IORING_SETUP_COOP_TASKRUN |
-		       IORING_SETUP_TASKRUN_FLAG,
-	.hash_file = hash_file,
+	/* The producer thread is not the thread that set the ring up, so it cannot be SINGLE_ISSUER. */
+	.setup_flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	.hash_stream = hash_stream_threaded,
 };
 
 int main(int argc, char **argv)

@@ -27,6 +27,10 @@ static const struct option long_options[] = {
 	{ "submit-and-wait",		no_argument,		NULL, 'W' },
 	{ "iopoll",			no_argument,		NULL, 'P' },
 	{ "parallel-hash",		no_argument,		NULL, 'H' },
+	{ "check",			no_argument,		NULL, 'c' },
+	{ "quiet",			no_argument,		NULL, 'Q' },
+	{ "verbose",			no_argument,		NULL, 'v' },
+	{ "path",			required_argument,	NULL, 'p' },
 	{ "trace",			required_argument,	NULL, 't' },
 	{ "help",			no_argument,		NULL, 'h' },
 	{ "version",			no_argument,		NULL, 'V' },
@@ -54,6 +58,12 @@ static void usage(FILE *out, const char *prog)
 		"                               device and the single-threaded loop\n"
 		"      --parallel-hash          hash each block on every core, BLAKE3's TBB path (default off);\n"
 		"                               best with large power-of-two blocks\n"
+		"  -c, --check                  uring_b3sum: FILEs are b3sum checksum files; verify them\n"
+		"      --quiet                  uring_b3sum --check: print only failures\n"
+		"  -v, --verbose                uring_b3sum: say how each file is read (default off)\n"
+		"      --path auto|memory|ring  uring_b3sum: hash from the page cache (memory) or read through\n"
+		"                               the ring (default auto: memory when the file is all in the page\n"
+		"                               cache and --direct is not given)\n"
 		"      --trace FILE             write a CSV row per consumer run: time_ns, in_flight, reaped,\n"
 		"                               blocks_hashed, bytes_hashed (default off)\n"
 		"  -h, --help                   show this help\n"
@@ -165,11 +175,11 @@ static int parse_article_form(struct options *opts, char **argv, const char *pro
 
 static int parse_long_form(struct options *opts, int argc, char **argv, const char *prog)
 {
-	bool buffers_given = false;
+	bool buffers_given = false, path_given = false;
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:q:n:dhV", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":b:q:n:dcvhV", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			if (!parse_size(optarg, &opts->block_size))
@@ -194,6 +204,20 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 		case 'W': opts->submit_and_wait = true; break;
 		case 'P': opts->iopoll = true; break;
 		case 'H': opts->parallel_hash = true; break;
+		case 'c': opts->check = true; break;
+		case 'Q': opts->quiet = true; break;
+		case 'v': opts->verbose = true; break;
+		case 'p':
+			if (!strcmp(optarg, "auto"))
+				opts->path_choice = PATH_AUTO;
+			else if (!strcmp(optarg, "memory"))
+				opts->path_choice = PATH_MEMORY;
+			else if (!strcmp(optarg, "ring"))
+				opts->path_choice = PATH_RING;
+			else
+				return bad_usage(prog, "invalid --path '%s': expected auto, memory or ring", optarg);
+			path_given = true;
+			break;
 		case 't': opts->trace_path = optarg; break;
 		case 'h':
 			usage(stdout, prog);
@@ -212,6 +236,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 	}
 	if (!buffers_given)
 		opts->buffers = opts->queue_depth;
+	opts->path_given = path_given;
 	opts->files = &argv[optind];
 	opts->nr_files = argc - optind;
 	return -1;
@@ -242,6 +267,10 @@ static int validate(const struct options *opts, const struct variant *v, const c
 		return bad_usage(prog, "--iopoll needs --direct");
 	if (opts->iopoll && v->uses_uring && !v->waits_on_completions)
 		return bad_usage(prog, "--iopoll needs a loop that waits on completions; use the single-threaded variant");
+	if (!v->chooses_path && (opts->check || opts->quiet || opts->verbose || opts->path_given))
+		return bad_usage(prog, "--check, --quiet, --verbose and --path belong to uring_b3sum");
+	if (opts->quiet && !opts->check)
+		return bad_usage(prog, "--quiet goes with --check");
 #ifdef RINGSUM_NO_TRACE
 	if (opts->trace_path)
 		return bad_usage(prog, "this build has no trace code; --trace is not available");

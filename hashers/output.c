@@ -66,10 +66,16 @@ static void print_path(FILE *out, const char *path)
 	}
 }
 
-void print_hash(const char *path, const uint8_t hash[BLAKE3_OUT_LEN])
+/* b3sum marks a line whose path it escaped with a leading backslash. */
+static void mark_escaped(const char *path)
 {
 	if (strpbrk(path, "\\\n"))
 		putchar('\\');
+}
+
+void print_hash(const char *path, const uint8_t hash[BLAKE3_OUT_LEN])
+{
+	mark_escaped(path);
 	for (int i = 0; i < BLAKE3_OUT_LEN; i++)
 		printf("%02x", hash[i]);
 	fputs("  ", stdout);
@@ -96,4 +102,22 @@ void print_error(const char *prog, const char *path, int err)
 	fprintf(stderr, "%s: ", prog);
 	print_path(stderr, path);
 	fprintf(stderr, ": %s\n", ringsum_strerror(err));
+}
+
+/* --check lines, as b3sum prints them: "path: OK", "path: FAILED", "path: FAILED (reason (os error N))". */
+void print_check(const char *path, const char *verdict)
+{
+	mark_escaped(path);
+	print_path(stdout, path);
+	printf(": %s\n", verdict);
+}
+
+void print_check_failure(const char *path, int err)
+{
+	mark_escaped(path);
+	print_path(stdout, path);
+	if (-err < ERR_FILE_CHANGED)
+		printf(": FAILED (%s (os error %d))\n", strerror(-err), -err);
+	else
+		printf(": FAILED (%s)\n", ringsum_strerror(err));
 }

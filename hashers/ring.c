@@ -2,15 +2,17 @@
 /*
  * The ring buffer protocol shared by every io_uring hasher.
  *
- * Block b of the file lives in cell b % nr_cells. A cell is consumed (free),
- * requested (read in flight) or available (read, waiting to be hashed).
- * The producer head turns consumed cells into requested ones, in file order,
- * while fewer than queue_depth requests are unfinished; completions turn
- * requested cells into available ones, in any order; the consumer head hashes
- * available cells in file order and turns them back into consumed ones.
+ * The blocks of the files, file after file, pass through a ring of cells:
+ * the b-th block requested goes to cell b % nr_cells. A cell is consumed
+ * (free), requested (read in flight) or available (read, waiting to be
+ * hashed). The producer head turns consumed cells into requested ones, in
+ * order, while fewer than queue_depth requests are unfinished; completions
+ * turn requested cells into available ones, in any order; the consumer head
+ * hashes available cells in order and turns them back into consumed ones.
  * Each head only ever moves forward, and the producer head never passes a
  * cell the consumer has not released, so every block is hashed exactly once,
- * in order.
+ * in order. A block with nothing to read (an empty or failed file) is
+ * available as soon as it is requested, so every file reaches the consumer.
  */
 #include <errno.h>
 #include <limits.h>
@@ -56,16 +58,16 @@ static void parse_faults(struct ring *r)
 	}
 }
 
-static int inject_fault(struct ring *r, int res)
+static int inject_fault(struct ring *r, struct input *in, int res)
 {
 	for (unsigned i = 0; i < r->nr_faults; i++)
-		if (r->faults[i].completion == r->completions && res > 0)
+		if (r->faults[i].completion == in->completions && res > 0)
 			return r->faults[i].res ? r->faults[i].res : res / 2;
 	return res;
 }
 #else
 static void parse_faults(struct ring *r) { (void)r; }
-static int inject_fault(struct ring *r, int res) { (void)r; return res; }
+static int inject_fault(struct ring *r, struct input *in, int res) { (void)r; (void)in; return res; }
 #endif
 
 static const unsigned droppable_setup_flags[] = {
@@ -106,36 +108,12 @@ static int register_buffers(struct ring *r)
 	return ret;
 }
 
-/* IOPOLL spins on the device's poll queues; on a device without them it would never complete. */
-static int check_pollable(int fd)
-{
-	char path[64], value = '0';
-	struct stat st;
-	int sysfs;
-
-	if (fstat(fd, &st))
-		return -errno;
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/io_poll", major(st.st_dev), minor(st.st_dev));
-	sysfs = open(path, O_RDONLY | O_CLOEXEC);
-	if (sysfs < 0) {
-		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/io_poll", major(st.st_dev), minor(st.st_dev));
-		sysfs = open(path, O_RDONLY | O_CLOEXEC);
-	}
-	if (sysfs >= 0) {
-		if (read(sysfs, &value, 1) != 1)
-			value = '0';
-		close(sysfs);
-	}
-	return value == '1' ? 0 : -ERR_NOT_POLLABLE;
-}
-
 int ring_setup(struct ring *r, const struct options *opts, const struct variant *v)
 {
 	size_t bytes;
 	int ret;
 
 	memset(r, 0, sizeof(*r));
-	r->fd = -1;
 	r->eventfd = -1;
 	r->block_size = opts->block_size;
 	r->queue_depth = opts->queue_depth;
@@ -148,6 +126,11 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	r->submit_and_wait = opts->submit_and_wait && v->waits_on_completions;
 	r->iopoll = opts->iopoll && v->uses_uring;
 	r->parallel_hash = opts->parallel_hash;
+	r->prog = v->name;
+	r->chooses_path = v->chooses_path;
+	r->path_choice = v->chooses_path ? opts->path_choice : PATH_RING;
+	r->verbose = opts->verbose;
+	r->quiet = opts->quiet;
 	r->sqe_flags = (opts->drain ? IOSQE_IO_DRAIN : 0) | (opts->link ? IOSQE_IO_LINK : 0);
 
 	if (__builtin_mul_overflow(r->block_size, (size_t)r->nr_cells, &bytes))
@@ -171,7 +154,8 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	r->have_uring = true;
 	if (r->fixed_buffers && (ret = register_buffers(r)) < 0)
 		return ret;
-	if (r->fixed_file && (ret = io_uring_register_files_sparse(&r->uring, 1)) < 0)
+	/* Files with blocks in the ring, and the one being opened, each need a slot. */
+	if (r->fixed_file && (ret = io_uring_register_files_sparse(&r->uring, r->nr_cells + 1)) < 0)
 		return ret;
 	if (v->uses_eventfd) {
 		r->eventfd = eventfd(0, EFD_CLOEXEC);
@@ -194,28 +178,23 @@ void ring_teardown(struct ring *r)
 	free(r->memory);
 }
 
-int ring_start(struct ring *r, int fd, uint64_t file_size)
+void ring_start(struct ring *r, struct input *inputs, unsigned nr_inputs)
 {
-	int ret;
-
-	if (r->iopoll && (ret = check_pollable(fd)) < 0)
-		return ret;
-	if (r->fixed_file && (ret = io_uring_register_files_update(&r->uring, 0, &fd, 1)) < 0)
-		return ret;
-	r->fd = fd;
-	r->file_size = file_size;
-	r->nr_blocks = file_size / r->block_size + (file_size % r->block_size != 0);
+	r->inputs = inputs;
+	r->nr_inputs = nr_inputs;
+	r->producer_input = 0;
+	r->producer_block = 0;
 	r->producer_head = 0;
 	r->consumer_head = 0;
+	r->consumer_input = 0;
+	r->failed_inputs = 0;
 	r->bytes_hashed = 0;
-	r->completions = 0;
 	r->last_sqe = NULL;
 	atomic_store(&r->in_flight, 0);
 	atomic_store(&r->reaped, 0);
 	atomic_store(&r->error, 0);
 	for (unsigned i = 0; i < r->nr_cells; i++)
 		atomic_store(&r->cells[i].state, CELL_CONSUMED);
-	return 0;
 }
 
 /* --- waking the other side (only the multithreaded variant ever sleeps) --- */
@@ -278,10 +257,34 @@ static void set_in_flight(struct ring *r, unsigned in_flight)
 	atomic_store_explicit(&r->in_flight, in_flight, memory_order_relaxed);
 }
 
+static void make_available(struct ring *r, struct cell *c)
+{
+	atomic_store(&c->state, CELL_AVAILABLE);
+	wake_consumer(r);
+}
+
+/*
+ * The SQ holds queue_depth entries, but with SQPOLL a read can complete and be
+ * reaped before the kernel thread moves the SQ head past it: then the SQ can
+ * look full with fewer requests in flight, and we wait for the thread.
+ */
+static struct io_uring_sqe *get_sqe(struct ring *r)
+{
+	struct io_uring_sqe *sqe;
+	int tries = 0;
+
+	while (!(sqe = io_uring_get_sqe(&r->uring)) && ++tries < MAX_RETRIES) {
+		if (ring_submit(r, false) < 0 || io_uring_sqring_wait(&r->uring) < 0)
+			return NULL;
+	}
+	return sqe;
+}
+
 /* Queue a read of what the cell still lacks; with O_DIRECT it stays aligned. */
 static int queue_read(struct ring *r, struct cell *c)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&r->uring);
+	int fd = r->fixed_file ? (int)c->input->fixed_slot : c->input->fd;
+	struct io_uring_sqe *sqe = get_sqe(r);
 	size_t start = c->got, end = c->want;
 
 	if (!sqe)
@@ -292,10 +295,9 @@ static int queue_read(struct ring *r, struct cell *c)
 		c->got = start;
 	}
 	if (r->fixed_buffers)
-		io_uring_prep_read_fixed(sqe, r->fixed_file ? 0 : r->fd, c->buf + start, end - start,
-					 c->offset + start, c - r->cells);
+		io_uring_prep_read_fixed(sqe, fd, c->buf + start, end - start, c->offset + start, c - r->cells);
 	else
-		io_uring_prep_read(sqe, r->fixed_file ? 0 : r->fd, c->buf + start, end - start, c->offset + start);
+		io_uring_prep_read(sqe, fd, c->buf + start, end - start, c->offset + start);
 	io_uring_sqe_set_data(sqe, c);
 	sqe->flags |= r->sqe_flags | (r->fixed_file ? IOSQE_FIXED_FILE : 0);
 	r->last_sqe = sqe;
@@ -305,7 +307,7 @@ static int queue_read(struct ring *r, struct cell *c)
 
 bool ring_can_request(struct ring *r)
 {
-	return r->producer_head < r->nr_blocks && ring_in_flight(r) < r->queue_depth &&
+	return r->producer_input < r->nr_inputs && ring_in_flight(r) < r->queue_depth &&
 	       atomic_load(&cell_of(r, r->producer_head)->state) == CELL_CONSUMED;
 }
 
@@ -314,18 +316,31 @@ int ring_request(struct ring *r)
 	int requested = 0, ret;
 
 	while (ring_can_request(r)) {
+		struct input *in = &r->inputs[r->producer_input];
 		struct cell *c = cell_of(r, r->producer_head);
 
-		c->offset = r->producer_head * r->block_size;
-		c->want = r->file_size - c->offset < r->block_size ? r->file_size - c->offset : r->block_size;
+		if (r->producer_block == 0)
+			input_open(r, in, r->producer_input);
+		c->input = in;
+		c->offset = r->producer_block * r->block_size;
+		c->want = block_length(r, in, r->producer_block);
 		c->got = 0;
 		c->retries = 0;
+		c->last = ++r->producer_block == in->nr_blocks;
+		if (c->last) {
+			r->producer_input++;
+			r->producer_block = 0;
+		}
+		r->producer_head++;
+		requested++;
+		if (!c->want) {
+			make_available(r, c);
+			continue;
+		}
 		atomic_store_explicit(&c->state, CELL_REQUESTED, memory_order_relaxed);
 		ret = queue_read(r, c);
 		if (ret < 0)
 			return ret;
-		r->producer_head++;
-		requested++;
 	}
 	return requested;
 }
@@ -350,27 +365,30 @@ int ring_submit(struct ring *r, bool and_wait)
 
 /* --- producer: reap completions --- */
 
+/* A failed read fails its file, not the stream: the cell goes on, unhashed, so that the file is finished in order. */
 static int complete_read(struct ring *r, struct cell *c, int res)
 {
-	if (res == -EAGAIN || res == -EINTR || res == -ECANCELED) {
-		if (++c->retries > MAX_RETRIES)
-			return res;
+	struct input *in = c->input;
+	int err = 0;
+
+	in->completions++;
+	res = inject_fault(r, in, res);
+	if ((res == -EAGAIN || res == -EINTR || res == -ECANCELED) && ++c->retries <= MAX_RETRIES)
 		return queue_read(r, c);
-	}
 	if (res == -EINVAL && r->direct)
-		return -ERR_DIRECT_UNSUPPORTED;
-	if (res < 0)
-		return res;
-	if (res == 0)
-		return -ERR_FILE_SHRANK;
-	c->got += res;
-	c->retries = 0;
-	if (c->got > c->want)
-		return -ERR_FILE_LONGER;	/* an O_DIRECT read found data past the size seen at open */
-	if (c->got < c->want)
+		err = -ERR_DIRECT_UNSUPPORTED;
+	else if (res < 0)
+		err = res;
+	else if (res == 0)
+		err = -ERR_FILE_SHRANK;
+	else if ((c->got += res) > c->want)
+		err = -ERR_FILE_LONGER;	/* an O_DIRECT read found data past the size seen at open */
+	else if (c->got < c->want)
 		return queue_read(r, c);
-	atomic_store(&c->state, CELL_AVAILABLE);
-	wake_consumer(r);
+	c->retries = 0;
+	if (err && !in->error)
+		in->error = err;
+	make_available(r, c);
 	return 0;
 }
 
@@ -393,8 +411,7 @@ int ring_reap_one(struct ring *r, bool wait)
 	if (ret < 0)
 		return ret;
 	c = io_uring_cqe_get_data(cqe);
-	r->completions++;
-	res = inject_fault(r, cqe->res);
+	res = cqe->res;
 	io_uring_cqe_seen(&r->uring, cqe);
 	set_in_flight(r, ring_in_flight(r) - 1);
 	atomic_fetch_add_explicit(&r->reaped, 1, memory_order_relaxed);
@@ -423,9 +440,9 @@ void ring_drain(struct ring *r)
  * One consumer run hashes the available cells in order, at most one lap of
  * the ring, so that a consumer the producer keeps feeding still leaves a trace
  * row per lap. Completions are counted at the end of the run, so every one
- * lands in some row.
+ * lands in some row. A file's last block finishes the file.
  */
-unsigned ring_consume(struct ring *r, blake3_hasher *hasher)
+unsigned ring_consume(struct ring *r)
 {
 	unsigned in_flight = ring_in_flight(r);
 	unsigned blocks = 0;
@@ -435,8 +452,11 @@ unsigned ring_consume(struct ring *r, blake3_hasher *hasher)
 
 		if (cell_state(c) != CELL_AVAILABLE)
 			break;
-		hash_update(r, hasher, c->buf, c->want);
+		if (!c->input->error)
+			hash_update(r, &c->input->hasher, c->buf, c->want);
 		r->bytes_hashed += c->want;
+		if (c->last)
+			input_finish(r, c->input);
 		atomic_store(&c->state, CELL_CONSUMED);
 		wake_producer(r);
 		r->consumer_head++;

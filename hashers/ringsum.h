@@ -27,6 +27,7 @@ enum {
 	ERR_DIRECT_UNSUPPORTED,		/* the filesystem refuses O_DIRECT */
 	ERR_STALLED,			/* waiting for a completion with nothing in flight */
 	ERR_NOT_POLLABLE,		/* IOPOLL on a device without poll queues */
+	ERR_SIGBUS,			/* the mapped file lost pages while it was hashed */
 };
 
 struct ring;
@@ -45,6 +46,11 @@ struct options {
 	bool submit_and_wait;		/* one io_uring_enter submits and waits (single-threaded loop) */
 	bool iopoll;			/* IORING_SETUP_IOPOLL: poll the device for completions */
 	bool parallel_hash;		/* hash each block on every core (BLAKE3's TBB path) */
+	bool check;			/* uring_b3sum: FILEs are b3sum checksum files to verify */
+	bool quiet;			/* with --check: print only failures */
+	bool verbose;			/* say how each file is read */
+	int path_choice;		/* PATH_AUTO, PATH_MEMORY or PATH_RING */
+	bool path_given;
 	const char *trace_path;		/* CSV of consumer runs, or NULL */
 	char **files;
 	int nr_files;
@@ -56,7 +62,25 @@ struct variant {
 	bool uses_eventfd;		/* the producer sleeps on an eventfd */
 	bool waits_on_completions;	/* its loop may block in the kernel for completions */
 	unsigned setup_flags;		/* io_uring setup flags to try, dropped in turn */
-	int (*hash_file)(struct ring *ring, blake3_hasher *hasher);
+	bool chooses_path;		/* hashes files in the page cache from memory (uring_b3sum) */
+	int (*hash_stream)(struct ring *ring);
+};
+
+enum path_choice { PATH_AUTO, PATH_MEMORY, PATH_RING };
+
+/* One file to hash. Inputs pass through the ring in order, so their lines come out in order. */
+struct input {
+	const char *path;
+	bool checking;			/* --check: compare with expected instead of printing */
+	uint8_t expected[BLAKE3_OUT_LEN];
+	int fd;
+	struct stat st;			/* at open: the file must still match it when done */
+	uint64_t nr_blocks;		/* at least 1: an empty or failed file still passes the consumer once */
+	uint64_t completions;		/* reaped for this file, counted by fault injection */
+	int error;			/* first error, negative; the producer's until the file's last block is available */
+	bool from_memory;		/* hash it from the page cache instead of reading it */
+	unsigned fixed_slot;		/* its index among the registered files */
+	blake3_hasher hasher;
 };
 
 /* The article's cell states: a cell goes consumed -> requested -> available -> consumed. */
@@ -69,6 +93,8 @@ enum cell_state {
 struct cell {
 	_Atomic uint32_t state;
 	unsigned char *buf;
+	struct input *input;		/* the file its block belongs to */
+	bool last;			/* the file's last block: the consumer finishes the file with it */
 	uint64_t offset;		/* where its block starts in the file */
 	size_t want;			/* bytes of the file in this block */
 	size_t got;			/* bytes read so far */
@@ -99,17 +125,25 @@ struct ring {
 	struct io_uring_sqe *last_sqe;	/* its link flag is cleared at submit */
 	struct trace trace;
 
-	/* the file being hashed */
-	int fd;
-	uint64_t file_size;
-	uint64_t nr_blocks;
-	uint64_t producer_head;		/* next block to request */
-	uint64_t consumer_head;		/* next block to hash */
+	/* the stream of files */
+	const char *prog;
+	struct input *inputs;
+	unsigned nr_inputs;
+	unsigned producer_input;	/* the file of the next block to request */
+	uint64_t producer_block;	/* that block's index within its file */
+	uint64_t producer_head;		/* blocks requested so far, over all files */
+	uint64_t consumer_head;		/* blocks hashed so far, over all files */
+	unsigned consumer_input;	/* files finished so far */
+	unsigned failed_inputs;
+	unsigned mismatches;		/* --check: files whose hash differs */
+	bool quiet;			/* --check: print only failures */
 	uint64_t bytes_hashed;
+	bool chooses_path;
+	int path_choice;
+	bool verbose;
 	_Atomic unsigned in_flight;	/* requests queued or submitted, not yet reaped */
 	_Atomic unsigned reaped;	/* completions since the last consumer run */
-	_Atomic int error;		/* first fatal error, negative */
-	uint64_t completions;		/* reaped for this file, counted for fault injection */
+	_Atomic int error;		/* first fatal error, negative: it stops the whole stream */
 #ifdef RINGSUM_FAULTS
 	struct fault { uint64_t completion; int res; } faults[16];
 	unsigned nr_faults;
@@ -128,12 +162,12 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 /* ring.c: the ring buffer protocol */
 int ring_setup(struct ring *r, const struct options *opts, const struct variant *v);
 void ring_teardown(struct ring *r);
-int ring_start(struct ring *r, int fd, uint64_t file_size);
+void ring_start(struct ring *r, struct input *inputs, unsigned nr_inputs);
 int ring_request(struct ring *r);
 int ring_submit(struct ring *r, bool and_wait);
 int ring_reap_one(struct ring *r, bool wait);
 bool ring_can_request(struct ring *r);
-unsigned ring_consume(struct ring *r, blake3_hasher *hasher);
+unsigned ring_consume(struct ring *r);
 void ring_drain(struct ring *r);
 void ring_fail(struct ring *r, int err);
 void ring_producer_sleep(struct ring *r);
@@ -159,13 +193,21 @@ static inline void hash_update(const struct ring *r, blake3_hasher *hasher, cons
 
 static inline bool ring_consumed_all(const struct ring *r)
 {
-	return r->consumer_head == r->nr_blocks;
+	return r->consumer_input == r->nr_inputs;
 }
 
 static inline unsigned ring_in_flight(struct ring *r)
 {
 	return atomic_load_explicit(&r->in_flight, memory_order_relaxed);
 }
+
+/* input.c: opening a file, choosing its path, and finishing it */
+void input_open(struct ring *r, struct input *in, unsigned index);
+void input_finish(struct ring *r, struct input *in);
+size_t block_length(const struct ring *r, const struct input *in, uint64_t block);
+
+/* threaded.c: the producer thread and the consumer loop */
+int hash_stream_threaded(struct ring *r);
 
 /* trace.c */
 int trace_open(struct trace *t, const char *path);
@@ -181,7 +223,20 @@ static inline bool trace_on(const struct trace *t) { return t->out != NULL; }
 /* output.c */
 void print_hash(const char *path, const uint8_t hash[BLAKE3_OUT_LEN]);
 void print_error(const char *prog, const char *path, int err);
+void print_check(const char *path, const char *verdict);
+void print_check_failure(const char *path, int err);
 const char *ringsum_strerror(int err);
+
+/* checkfile.c: the inputs of --check */
+struct input_list {
+	struct input *inputs;
+	unsigned nr_inputs, allocated;
+	char **owned_paths;		/* unescaped paths read from checksum files */
+	unsigned nr_owned;
+};
+struct input *input_list_add(struct input_list *list, const char *path);
+int read_checkfile(struct input_list *list, const char *checkfile, const char *prog);
+void input_list_free(struct input_list *list);
 
 /* main.c */
 int ringsum_main(int argc, char **argv, const struct variant *v);

@@ -3,29 +3,33 @@
 #include "ringsum.h"
 
 /*
- * Waiting for a completion is safe: after a consume, a cell between the two
- * heads that is not requested would be available and already hashed, so if
- * nothing is in flight every cell is consumed and the producer either just
- * requested one or the file is done.
+ * Waiting for a completion is safe while one is in flight. With nothing in
+ * flight after a consume, a cell between the heads that is not requested is
+ * available and was just hashed, so every cell is consumed: the producer can
+ * request, or the stream is done. An iteration with nothing in flight and no
+ * progress would contradict that, and is reported rather than spun on.
  */
-static int hash_file(struct ring *r, blake3_hasher *hasher)
+static int hash_stream(struct ring *r)
 {
-	int ret;
+	int ret, progress;
 
 	while (!ring_consumed_all(r)) {
-		ret = ring_request(r);
+		progress = ret = ring_request(r);
 		if (ret >= 0)
 			ret = ring_submit(r, true);
-		if (ret >= 0)
+		if (ret >= 0 && ring_in_flight(r) > 0)
 			ret = ring_reap_one(r, true);
 		while (ret > 0) {
+			progress++;
 			if (r->process_in_inner_loop)
-				ring_consume(r, hasher);
+				ring_consume(r);
 			ret = ring_reap_one(r, false);
 		}
 		if (ret < 0)
 			return ret;
-		ring_consume(r, hasher);
+		progress += ring_consume(r);
+		if (!progress && ring_in_flight(r) == 0)
+			return -ERR_STALLED;
 	}
 	return 0;
 }
@@ -36,7 +40,7 @@ static const struct variant singlethread = {
 	.waits_on_completions = true,
 	.setup_flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN |
 		       IORING_SETUP_TASKRUN_FLAG,
-	.hash_file = hash_file,
+	.hash_stream = hash_stream,
 };
 
 int main(int argc, char **argv)

@@ -12,9 +12,9 @@ import blake3
 
 REPO = Path(__file__).resolve().parents[1]
 BIN_DIR = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
-ALL_VARIANTS = ["liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread"]
+ALL_VARIANTS = ["liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread", "uring_b3sum"]
 VARIANTS = os.environ.get("RINGSUM_VARIANTS", ",".join(ALL_VARIANTS)).split(",")
-URING_VARIANTS = [v for v in VARIANTS if v.startswith("liburing_")]
+URING_VARIANTS = [v for v in VARIANTS if v != "b3sum_pread"]
 B3SUM = REPO / ".tools" / "bin" / "b3sum"
 # Test files live on the build disk, not tmpfs, so that O_DIRECT reads really go to a device.
 DATA_DIR = REPO / "build" / "test-data"
@@ -27,6 +27,11 @@ def program(variant: str) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run make")
     return path
+
+
+def ring_path(variant: str) -> list[str]:
+    """uring_b3sum hashes a cached file from memory; tests of the ring make it read through the ring."""
+    return ["--path", "ring"] if variant == "uring_b3sum" else []
 
 
 def run(argv: list[str | Path], timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:

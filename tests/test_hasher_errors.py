@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hashers_support import (
-    EMPTY_HASH, MiB, REPO, URING_VARIANTS, VARIANTS, B3SUM, DATA_DIR, b3sum_lines, data_file, program, run,
+    EMPTY_HASH, MiB, REPO, URING_VARIANTS, VARIANTS, B3SUM, b3sum_lines, data_file, program, ring_path, run,
 )
 
 WITHOUT_IO_URING = REPO / "build" / "tests" / "without_io_uring"
@@ -181,7 +181,7 @@ def test_file_changing_while_read(variant, how, tmp_path):
         else:
             with open(path, "ab") as f:
                 f.write(b"more" * 1024)
-    slow = ["--direct", "--block-size", "4096", "--queue-depth", "1", "--buffers", "1"]
+    slow = [*ring_path(variant), "--direct", "--block-size", "4096", "--queue-depth", "1", "--buffers", "1"]
     for attempt in range(4):
         path = tmp_path / f"changing-{attempt}.bin"
         shutil.copyfile(data_file(64 * MiB), path)
@@ -233,7 +233,7 @@ def test_iopoll_refused_where_the_device_cannot_poll(variant):
     if io_poll.exists() and io_poll.read_text().strip() == "1":
         pytest.skip("this device can poll; the refusal path is not reachable here")
     result = run([program(variant), "--iopoll", "--direct", path], timeout=10)
-    if variant == "liburing_b3sum_multithread":
+    if variant != "liburing_b3sum_singlethread":
         one_line_error(result, 2, variant, "use the single-threaded variant")
     else:
         one_line_error(result, 1, variant, "IOPOLL needs a block device with poll queues")

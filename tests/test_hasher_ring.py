@@ -9,7 +9,7 @@ import random
 import pytest
 
 from hashers_support import (
-    BIN_DIR, MiB, REPO, URING_VARIANTS, VARIANTS, b3sum_lines, data_file, program, run,
+    MiB, REPO, URING_VARIANTS, VARIANTS, b3sum_lines, data_file, program, ring_path, run,
 )
 
 FAULTS_BIN = REPO / "build" / "faults" / "bin"
@@ -26,7 +26,7 @@ FAULTS_BIN = REPO / "build" / "faults" / "bin"
 def test_transient_faults_still_give_the_right_hash(variant, faults, args):
     """Short reads are completed, EAGAIN/EINTR retried, and cancelled cells re-issued, never hashed."""
     path = data_file(1 * MiB + 12345)
-    result = run([FAULTS_BIN / variant, *args, path], env={**os.environ, "RINGSUM_FAULTS": faults})
+    result = run([FAULTS_BIN / variant, *ring_path(variant), *args, path], env={**os.environ, "RINGSUM_FAULTS": faults})
     assert result.returncode == 0, result.stderr
     assert result.stdout == b3sum_lines([path])
 
@@ -35,7 +35,7 @@ def test_transient_faults_still_give_the_right_hash(variant, faults, args):
 @pytest.mark.parametrize("completion", [1, 5, 17])
 def test_io_error_gives_an_error_and_no_hash(variant, completion):
     paths = [data_file(1 * MiB + 12345), data_file(4097)]
-    result = run([FAULTS_BIN / variant, "--block-size", "64K", *paths],
+    result = run([FAULTS_BIN / variant, *ring_path(variant), "--block-size", "64K", *paths],
                  env={**os.environ, "RINGSUM_FAULTS": f"eio:{completion}"}, timeout=30)
     assert result.returncode == 1
     assert result.stderr.decode().startswith(f"{variant}: {paths[0]}: Input/output error\n")
@@ -53,7 +53,8 @@ def test_trace_rows_add_up(variant, tmp_path):
     path = data_file(64 * MiB)
     trace = tmp_path / "trace.csv"
     block, depth = 256 * 1024, 4
-    result = run([program(variant), "--block-size", str(block), "--queue-depth", str(depth), "--trace", trace, path])
+    result = run([program(variant), *ring_path(variant), "--block-size", str(block), "--queue-depth", str(depth),
+                  "--trace", trace, path])
     assert result.returncode == 0 and result.stdout == b3sum_lines([path])
     with open(trace) as f:
         rows = list(csv.DictReader(f))
@@ -80,7 +81,7 @@ def test_memory_is_bounded_by_the_ring(variant, tmp_path):
     big = tmp_path / "sparse-1G.bin"
     with open(big, "wb") as f:
         f.truncate(1 << 30)
-    ring = ["--block-size", "1M", "--queue-depth", "4", "--buffers", "4"]
+    ring = [*ring_path(variant), "--block-size", "1M", "--queue-depth", "4", "--buffers", "4"]
     small_rss, _ = peak_rss_kib([program(variant), *ring, data_file(1 * MiB)])
     big_rss, out = peak_rss_kib([program(variant), *ring, big])
     assert out == b3sum_lines([big])
@@ -104,7 +105,8 @@ def test_tiny_rings_thousands_of_times(variant, tmp_path):
         for depth in (1, 2, 3):
             for block in (1, 7, 64, 511, 4096):
                 for extra in ([], ["--process-in-inner-loop"], ["--link"], ["--drain"]):
-                    args = ["--block-size", str(block), "--queue-depth", str(depth), "--buffers", str(buffers), *extra]
+                    args = [*ring_path(variant), "--block-size", str(block), "--queue-depth", str(depth),
+                            "--buffers", str(buffers), *extra]
                     result = run([program(variant), *args, *paths], timeout=60)
                     assert result.returncode == 0, (args, result.stderr)
                     assert result.stdout == expected, args
@@ -112,8 +114,20 @@ def test_tiny_rings_thousands_of_times(variant, tmp_path):
     direct = [data_file(s) for s in (4096, 8192 + 1, 20000)]
     expected_direct = b3sum_lines(direct)
     for _ in range(100):
-        result = run([program(variant), "--direct", "--block-size", "4K", "--queue-depth", "2", "--buffers", "1", *direct],
-                     timeout=60)
+        result = run([program(variant), *ring_path(variant), "--direct", "--block-size", "4K", "--queue-depth", "2",
+                      "--buffers", "1", *direct], timeout=60)
         assert result.returncode == 0 and result.stdout == expected_direct, result.stderr
         hashed += len(direct)
     assert hashed >= 5000
+
+
+@pytest.mark.parametrize("variant", URING_VARIANTS)
+def test_sqpoll_with_reads_that_complete_at_once(variant):
+    """Cached reads under SQPOLL can complete before the SQ thread moves the SQ head: never an EBUSY."""
+    path = data_file(8 * MiB + 1)
+    expected = b3sum_lines([path])
+    for depth in (1, 2, 3):
+        for _ in range(15):
+            result = run([program(variant), *ring_path(variant), "--sqpoll", "--block-size", "64K",
+                          "--queue-depth", str(depth), path])
+            assert result.returncode == 0 and result.stdout == expected, result.stderr

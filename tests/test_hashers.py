@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from hashers_support import KiB, MiB, VARIANTS, Knobs, b3sum_lines, data_file, program, run
+from hashers_support import KiB, MiB, VARIANTS, Knobs, b3sum_lines, data_file, program, ring_path, run
 
 FIXED_SIZES = [0, 1, 1023, 1024, 1025, 4095, 4096, 4097]
 RANDOM_SIZES = sorted(random.Random(20261121).randrange(1, 64 * MiB) for _ in range(3)) + [64 * MiB]
@@ -72,7 +72,7 @@ def files_for(knobs: Knobs):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_hash_equals_b3sum(variant, knobs):
     paths = files_for(knobs)
-    result = run([program(variant), *knobs.argv(), *paths])
+    result = run([program(variant), *ring_path(variant), *knobs.argv(), *paths])
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout == b3sum_lines(paths)
 
@@ -89,6 +89,6 @@ def test_article_positional_form(variant, article_args):
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_many_files_in_one_call(variant):
     paths = [data_file(size) for size in (0, 1, 4097, 3 * MiB + 1, 4097)]
-    result = run([program(variant), "--block-size", "64K", *paths])
+    result = run([program(variant), *ring_path(variant), "--block-size", "64K", *paths])
     assert result.returncode == 0
     assert result.stdout == b3sum_lines(paths)

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uring_b3sum: the hasher to use. Output and --check as b3sum's; many files
+ * pipelined through one ring; a file already in the page cache is hashed from
+ * memory on every core, any other is read through io_uring while it is hashed.
+ */
+#include "ringsum.h"
+
+static const struct variant uring_b3sum = {
+	.name = "uring_b3sum",
+	.uses_uring = true,
+	.uses_eventfd = true,
+	.chooses_path = true,
+	.setup_flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	.hash_stream = hash_stream_threaded,
+};
+
+int main(int argc, char **argv)
+{
+	return ringsum_main(argc, argv, &uring_b3sum);
+}

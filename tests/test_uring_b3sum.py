@@ -1,0 +1,151 @@
+"""uring_b3sum: the page cache or the ring per file, --check as b3sum's, and many files through one ring."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hashers_support import B3SUM, MiB, b3sum_lines, data_file, program, run
+
+URING_B3SUM = "uring_b3sum"
+
+
+def evict(path: Path) -> None:
+    """Drop one file from the page cache, leaving everything else alone."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def test_cached_file_is_hashed_from_memory_and_cold_file_through_the_ring(tmp_path):
+    path = tmp_path / "choice.bin"
+    path.write_bytes(data_file(8 * MiB + 3).read_bytes())
+    path.read_bytes()
+    cached = run([program(URING_B3SUM), "--verbose", path])
+    assert cached.stdout == b3sum_lines([path])
+    assert b"hashing from the page cache" in cached.stderr
+    evict(path)
+    cold = run([program(URING_B3SUM), "--verbose", path])
+    assert cold.stdout == b3sum_lines([path])
+    assert b"reading through the io_uring ring" in cold.stderr
+
+
+@pytest.mark.parametrize("choice", ["memory", "ring", "auto"])
+def test_forced_paths_give_the_same_hashes(choice):
+    paths = [data_file(size) for size in (0, 1, 4096, 4097, 3 * MiB + 1, 64 * MiB)]
+    result = run([program(URING_B3SUM), "--path", choice, "--block-size", "1M", *paths])
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b3sum_lines(paths)
+
+
+def test_many_small_files_pipelined_through_one_ring(tmp_path):
+    rng = random.Random(11)
+    paths = []
+    for i in range(1500):
+        path = tmp_path / f"small-{i:04d}.bin"
+        path.write_bytes(rng.randbytes(rng.choice([0, 1, 100, 4096, 5000, 70000])))
+        paths.append(path)
+    expected = b3sum_lines(paths)
+    for args in (["--buffers", "2", "--queue-depth", "2"], ["--queue-depth", "16", "--buffers", "32", "--block-size", "4K"]):
+        result = run([program(URING_B3SUM), "--path", "ring", *args, *paths])
+        assert result.returncode == 0 and result.stdout == expected, args
+
+
+def test_a_missing_file_in_the_middle_of_a_pipeline(tmp_path):
+    good = [data_file(4097), data_file(1), data_file(3 * MiB + 1)]
+    missing = tmp_path / "gone.bin"
+    result = run([program(URING_B3SUM), "--path", "ring", "--buffers", "2", good[0], missing, good[1], good[2]])
+    assert result.returncode == 1
+    assert result.stdout == b3sum_lines(good)
+    assert result.stderr.decode() == f"{URING_B3SUM}: {missing}: No such file or directory\n"
+
+
+def checkfile(tmp_path: Path, paths: list[Path], corrupt: int | None = None) -> Path:
+    lines = b3sum_lines(paths).splitlines(keepends=True)
+    if corrupt is not None:
+        line = bytearray(lines[corrupt])
+        at = 1 if line[:1] == b"\\" else 0
+        line[at:at + 1] = b"0" if line[at:at + 1] != b"0" else b"1"
+        lines[corrupt] = bytes(line)
+    sums = tmp_path / "sums.b3"
+    sums.write_bytes(b"".join(lines))
+    return sums
+
+
+@pytest.mark.parametrize("corrupt", [None, 0, 2])
+@pytest.mark.parametrize("quiet", [False, True])
+def test_check_matches_b3sum_check(tmp_path, corrupt, quiet):
+    odd = tmp_path / "odd\\name\n.bin"
+    odd.write_bytes(b"escaped")
+    paths = [data_file(4097), data_file(0), odd, data_file(3 * MiB + 1)]
+    sums = checkfile(tmp_path, paths, corrupt)
+    flags = ["--quiet"] if quiet else []
+    ours = run([program(URING_B3SUM), "--check", *flags, sums])
+    official = run([B3SUM, "--check", *flags, sums])
+    assert ours.stdout == official.stdout
+    assert ours.returncode == official.returncode == (0 if corrupt is None else 1)
+    if corrupt is not None:
+        assert ours.stderr.decode() == f"{URING_B3SUM}: WARNING: 1 computed checksum did NOT match\n"
+
+
+def test_check_reports_missing_files_like_b3sum(tmp_path):
+    sums = tmp_path / "sums.b3"
+    sums.write_text("0" * 64 + "  " + str(tmp_path / "missing") + "\n")
+    ours = run([program(URING_B3SUM), "--check", sums])
+    official = run([B3SUM, "--check", sums])
+    assert ours.stdout == official.stdout and ours.returncode == official.returncode == 1
+
+
+@pytest.mark.parametrize("line", ["not a checksum line", "0" * 63 + "  x", "0" * 64 + " x", "\\" + "0" * 64 + "  bad\\q"])
+def test_check_refuses_malformed_lines(tmp_path, line):
+    good = data_file(4097)
+    sums = tmp_path / "sums.b3"
+    sums.write_bytes(b3sum_lines([good]) + line.encode() + b"\n")
+    result = run([program(URING_B3SUM), "--check", sums])
+    assert result.returncode == 1
+    assert result.stdout.decode() == f"{good}: OK\n"
+    assert result.stderr.decode() == f"{URING_B3SUM}: {sums}:2: invalid check line format\n"
+
+
+def test_check_needs_a_readable_checkfile(tmp_path):
+    result = run([program(URING_B3SUM), "--check", tmp_path / "nope.b3"])
+    assert result.returncode == 1
+    assert result.stderr.decode() == f"{URING_B3SUM}: {tmp_path / 'nope.b3'}: No such file or directory\n"
+
+
+def test_truncated_while_hashed_from_memory(tmp_path):
+    """A mapped file that loses its pages faults with SIGBUS: reported as changed, never a crash or a hash."""
+    path = tmp_path / "sparse.bin"
+    with open(path, "wb") as f:
+        f.truncate(6 << 30)
+    proc = subprocess.Popen([str(program(URING_B3SUM)), "--path", "memory", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.3)
+    still_running = proc.poll() is None
+    os.truncate(path, 1 << 20)
+    out, err = proc.communicate(timeout=120)
+    assert still_running, "hashing finished before the truncation; use a larger file"
+    assert proc.returncode == 1, (proc.returncode, err)
+    assert out == b""
+    assert err.decode().startswith(f"{URING_B3SUM}: {path}: file")
+
+
+@pytest.mark.parametrize("option", [["--check"], ["--verbose"], ["--path", "ring"], ["--quiet"]])
+def test_uring_b3sum_options_belong_to_it(option):
+    result = run([program("liburing_b3sum_singlethread"), *option, data_file(1)])
+    assert result.returncode == 2
+    assert b"belong to uring_b3sum" in result.stderr
+
+
+def test_quiet_needs_check():
+    result = run([program(URING_B3SUM), "--quiet", data_file(1)])
+    assert result.returncode == 2 and b"--quiet goes with --check" in result.stderr
