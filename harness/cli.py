@@ -1,8 +1,9 @@
-"""`ringsum` command line: run, plan, sysinfo.
+"""`ringsum` command line: run, plan, sysinfo, check, baseline, instructions.
 
 Errors print `ringsum: <one line>` on stderr. Exit codes: 0 fine; 1 the run failed (hash
 mismatch, failed executions); 2 usage, config or set-up error found before anything ran;
-130 interrupted (resume with --resume).
+130 interrupted (resume with --resume). `ringsum check`: 0 no regression; 1 a regression or a
+failed command; 2 could not compare (missing baseline, too few runs, no common reference).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import json
 import shlex
 import sys
+from typing import Any
 
 from harness.config import ConfigError, load_config
 from harness.plan import PlanError, build_plan, estimate, estimate_execution_s, format_duration
@@ -70,7 +72,64 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     s = sub.add_parser("sysinfo", help="print the machine fingerprint and tool versions")
     s.add_argument("--file", metavar="PATH", help="describe the filesystem and device of this file")
+    from analysis.cli import add_report_parser
+    add_report_parser(sub)
+    _add_check_parsers(sub)
     return ap
+
+
+def _fraction_arg(s: str) -> float:
+    from harness.check import parse_fraction
+
+    try:
+        return parse_fraction(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _add_check_parsers(sub: Any) -> None:
+    from harness import check
+
+    c = sub.add_parser("check", help="compare a run with a baseline run; exit 1 on a regression")
+    c.add_argument("--baseline", required=True, metavar="RUN_DIR|NAME",
+                   help="a run directory, or a baseline saved for this machine (a name, or `latest`)")
+    current = c.add_mutually_exclusive_group(required=True)
+    current.add_argument("--current", metavar="RUN_DIR", help="compare this finished run")
+    current.add_argument("--config", metavar="CONFIG", help="run this config now and compare it")
+    _add_file_args(c)
+    c.add_argument("--out", default="results", metavar="DIR", help="parent of the --config run's directory")
+    c.add_argument("--threshold", type=_fraction_arg, default=check.DEFAULT_THRESHOLD, metavar="PCT",
+                   help="smallest change that counts (default 5%%)")
+    c.add_argument("--confidence", type=_fraction_arg, default=check.DEFAULT_CONFIDENCE, metavar="PCT",
+                   help="confidence of the bootstrap interval (default 95%%)")
+    c.add_argument("--resamples", type=_posint_arg, default=check.RESAMPLES, metavar="N",
+                   help=f"bootstrap resamples (default {check.RESAMPLES})")
+    c.add_argument("--min-runs", type=_posint_arg, default=check.MIN_RUNS, metavar="N",
+                   help=f"fewest executions of a command on each side (default {check.MIN_RUNS})")
+    c.add_argument("--markdown", metavar="FILE", help="write the table as Markdown (CI summary)")
+    c.add_argument("--junit", metavar="FILE", help="write JUnit XML, one testcase per command")
+    c.add_argument("--instructions", action="store_true",
+                   help="also count the hashers' instructions now and compare with the baseline's")
+    c.add_argument("--instruction-tolerance", type=_fraction_arg, metavar="PCT",
+                   default=check.DEFAULT_INSTRUCTION_TOLERANCE, help="default 1%%")
+
+    b = sub.add_parser("baseline", help="save or list baselines (results/baselines/<fingerprint_id>/)")
+    bsub = b.add_subparsers(dest="baseline_cmd", required=True, parser_class=_Parser)
+    bs = bsub.add_parser("save", help="keep a finished run as a baseline for this machine")
+    bs.add_argument("run_dir", metavar="RUN_DIR")
+    bs.add_argument("--name", help="baseline name (default: the run directory's name)")
+    bs.add_argument("--replace", action="store_true", help="overwrite a baseline of the same name")
+    bs.add_argument("--instructions", action="store_true",
+                    help="count the hashers' instructions now (build/bin) and keep them with it")
+    bs.add_argument("--bin-dir", metavar="DIR", help="hasher binaries for --instructions")
+    bsub.add_parser("list", help="list saved baselines")
+
+    i = sub.add_parser("instructions", help="count the instructions of hashing a hot file (callgrind)")
+    i.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
+    i.add_argument("--file", metavar="PATH", help="file to hash (default: a random file of --size)")
+    i.add_argument("--size", type=_size_arg, default=check.INSTRUCTION_FILE_SIZE, metavar="SIZE",
+                   help="size of the generated file (default 64M)")
+    i.add_argument("--save", metavar="RUN_DIR", help="write RUN_DIR/instructions.json for later checks")
 
 
 def _cmd_plan(a: argparse.Namespace) -> int:
@@ -137,18 +196,84 @@ def _cmd_run(a: argparse.Namespace) -> int:
     return run(opts)
 
 
+def _cmd_check(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from harness import baseline, check, sysinfo
+
+    settings = check.Settings(threshold=a.threshold, confidence=a.confidence, resamples=a.resamples,
+                              min_runs=a.min_runs)
+    base_dir = baseline.find(a.baseline, sysinfo.fingerprint(a.file)["fingerprint_id"])
+    base = check.load_run(base_dir)
+    if a.config:
+        from harness.run import Options
+
+        opts = Options(config_path=a.config, file=a.file, size=a.size, dir=a.dir, out=a.out,
+                       rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir)
+        current_dir, _code = check.measure(opts)  # failed executions become "failed" verdicts
+    else:
+        current_dir = Path(a.current)
+    report = check.compare(base, check.load_run(current_dir), settings)
+    if a.instructions:
+        now = check.instructions_now(Path(a.bin_dir) if a.bin_dir else None)
+        report.instruction_tolerance = a.instruction_tolerance
+        report.instructions = check.compare_instructions(check.read_instructions(base_dir), now,
+                                                         a.instruction_tolerance)
+    print(check.format_table(report), end="")
+    check.write_outputs(report, Path(a.markdown) if a.markdown else None, Path(a.junit) if a.junit else None)
+    return report.exit_code
+
+
+def _cmd_baseline(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from harness import baseline, check, results
+
+    if a.baseline_cmd == "list":
+        for b in baseline.list_baselines():
+            print(f"{b.fingerprint_id}  {b.name}  {b.started_at}  {b.path}")
+        return 0
+    dest = baseline.save(Path(a.run_dir), a.name, replace=a.replace)
+    if a.instructions:
+        counts = check.instructions_now(Path(a.bin_dir) if a.bin_dir else None)
+        results.write_json_atomic(dest / check.INSTRUCTIONS_JSON, counts)
+    print(dest)
+    return 0
+
+
+def _cmd_instructions(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from harness import check, results
+
+    counts = check.instructions_now(Path(a.bin_dir) if a.bin_dir else None,
+                                    Path(a.file) if a.file else None, a.size)
+    for variant, n in counts["counts"].items():
+        print(f"{variant:<30} {n:>14}")
+    print(f"({counts['counter']}, {format_size(counts['file_size'])} file)")
+    if a.save:
+        results.write_json_atomic(Path(a.save) / check.INSTRUCTIONS_JSON, counts)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from harness.cache import CacheError
+    from harness.check import CheckError
     from harness.run import SetupError
 
     a = make_parser().parse_args(argv)
     try:
+        if a.cmd in _CHECK_COMMANDS:
+            return _CHECK_COMMANDS[a.cmd](a)
         if a.cmd == "plan":
             return _cmd_plan(a)
         if a.cmd == "sysinfo":
             return _cmd_sysinfo(a)
+        if a.cmd == "report":
+            from analysis.cli import run_report
+            return run_report(a)
         return _cmd_run(a)
-    except (ConfigError, PlanError, SetupError) as e:
+    except (ConfigError, PlanError, SetupError, CheckError) as e:
         print(f"ringsum: {e}", file=sys.stderr)
         return 2
     except CacheError as e:
@@ -159,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 1
+
+
+_CHECK_COMMANDS = {"check": _cmd_check, "baseline": _cmd_baseline, "instructions": _cmd_instructions}
 
 
 if __name__ == "__main__":

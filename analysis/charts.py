@@ -1,0 +1,436 @@
+"""The report's charts: one function per chart, each answering the question in its docstring.
+
+Every chart function returns a matplotlib Figure, or a Skip saying why the run's data cannot
+answer its question. Titles state file size, cache mode, rounds and machine, so a chart is
+self-describing when shared alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+from analysis.load import Run, command_stats, load_trace, speed_limit, succeeded  # noqa: E402
+from harness.units import format_size  # noqa: E402
+
+GB = 1e9
+HASHER_COLOURS = {"liburing_b3sum_singlethread": "#1f77b4", "liburing_b3sum_multithread": "#2ca02c",
+                  "b3sum_pread": "#9467bd"}
+BASELINE_COLOURS = {"fio": "#d62728", "cat": "#7f7f7f", "dd": "#8c564b", "b3sum": "#ff7f0e",
+                    "xxhsum": "#e377c2"}
+FALLBACK_COLOURS = ["#17becf", "#bcbd22", "#393b79", "#637939", "#843c39"]
+RUN_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
+_FILE_TAG = re.compile(r" \[[^\]]+\]$")
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A chart the data does not support, and why."""
+
+    reason: str
+
+
+# --- shared helpers ---
+
+def command_name(label: str) -> str:
+    """The command without the ` [file]` tag the plan adds when a run has several files."""
+    return _FILE_TAG.sub("", label)
+
+
+def short_label(label: str) -> str:
+    """Labels as shown on charts: the `liburing_b3sum_` prefix dropped, nothing else changed."""
+    return label.replace("liburing_b3sum_", "")
+
+
+def colour(variant: str) -> str:
+    if variant in HASHER_COLOURS:
+        return HASHER_COLOURS[variant]
+    if variant in BASELINE_COLOURS:
+        return BASELINE_COLOURS[variant]
+    return FALLBACK_COLOURS[sum(map(ord, variant)) % len(FALLBACK_COLOURS)]
+
+
+def short_cpu(model: str | None) -> str:
+    """'Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz' -> 'Intel Core i7-8700'."""
+    if not model:
+        return "unknown CPU"
+    model = re.sub(r"\((R|TM|tm|r)\)|\bCPU\b|\bProcessor\b|@.*$|\b\d+-Core\b", "", model)
+    return " ".join(model.split())
+
+
+def machine(run: Run) -> str:
+    fp = run.fingerprint
+    cores = fp.get("cores")
+    return short_cpu(fp.get("cpu_model")) + (f", {cores} cores" if cores else "")
+
+
+def rounds(run: Run) -> int:
+    configured = ((run.meta.get("config") or {}).get("run") or {}).get("rounds")
+    if configured:
+        return int(configured)
+    return int(run.runs["round"].max()) if len(run.runs) else 0
+
+
+def run_date(run: Run) -> str:
+    ts = run.started_at
+    return ts.strftime("%Y-%m-%d") if ts is not None else "undated"
+
+
+def largest_file_size(run: Run) -> int:
+    return int(run.runs["file_size"].max())
+
+
+def subtitle(run: Run, file_size: int | None = None) -> str:
+    """'1GiB file, cold cache, 5 rounds · AMD EPYC, 2 cores · 2026-11-21'."""
+    size = file_size if file_size is not None else largest_file_size(run)
+    caches = "/".join(sorted(run.runs["cache"].dropna().unique())) or "?"
+    return (f"{size_text(size)} file, {caches} cache, {rounds(run)} rounds · {machine(run)} · "
+            f"{run_date(run)}")
+
+
+def size_text(n: int) -> str:
+    """1073741824 -> '1GiB', 1000 -> '1000 B'."""
+    text = format_size(int(n))
+    return text + "iB" if text[-1].isalpha() else text + " B"
+
+
+def _for_size(run: Run, file_size: int | None) -> tuple[pd.DataFrame, int]:
+    size = file_size if file_size is not None else largest_file_size(run)
+    return run.runs[run.runs["file_size"] == size], size
+
+
+def _gbps(x: float) -> str:
+    return f"{x / GB:.2f}"
+
+
+def reference(stats: pd.DataFrame, tool: str) -> pd.Series | None:
+    """The baseline a hasher is compared to: b3sum's default (all threads, mmap) when present,
+    else the tool's fastest command by median."""
+    rows = stats[(stats["tool"] == tool) & stats["median_s"].notna()]
+    if not len(rows):
+        return None
+    if tool == "b3sum":
+        default = rows[rows["num_threads"].isna() & (rows["mmap"] != False).fillna(True)  # noqa: E712
+                       & rows["extra"].fillna("").eq("")]
+        if len(default):
+            return default.sort_values("median_s").iloc[0]
+    return rows.sort_values("median_s").iloc[0]
+
+
+def hasher_stats(run: Run, file_size: int | None = None) -> tuple[pd.DataFrame, int]:
+    """command_stats for one file size, with ratio to the limit and speed-ups over b3sum and cat."""
+    runs, size = _for_size(run, file_size)
+    stats = command_stats(runs)
+    limit = speed_limit(run)
+    stats["limit_ratio"] = stats["median_Bps"] / limit if limit else np.nan
+    for tool in ("b3sum", "cat"):
+        ref = reference(stats, tool)
+        stats[f"speedup_{tool}"] = ref["median_s"] / stats["median_s"] if ref is not None else np.nan
+    return stats, size
+
+
+# --- 1. ranking ---
+
+def _throughput_ticks(size: int, xlim: tuple[float, float]) -> list[float]:
+    """Round GB/s values for the throughput axis of a wall-time axis, spaced apart on it."""
+    span = xlim[1] - xlim[0]
+    ticks: list[float] = []
+    last_x = None
+    for gbps in (0.1, 0.2, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50):
+        x = size / (gbps * GB)
+        if xlim[0] <= x <= xlim[1] and (last_x is None or last_x - x >= 0.06 * span):
+            ticks.append(gbps)
+            last_x = x
+    return ticks
+
+
+def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
+    """Which command hashes (or reads) the file fastest, how much do its times spread, and how
+    far is each from the speed limit? (The article's benchmark table as a picture.)"""
+    runs, size = _for_size(run, file_size)
+    stats = command_stats(runs)
+    if not stats["median_s"].notna().any():
+        return Skip("no successful executions")
+    stats = stats.sort_values("median_s", ascending=False, na_position="first").reset_index(drop=True)
+    ok = runs[succeeded(runs)]
+    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.38 * len(stats)), layout="constrained")
+    rng = np.random.default_rng(0)
+    for y, row in stats.iterrows():
+        c = colour(row["variant"])
+        walls = ok.loc[ok["label"] == row["label"], "wall_s"].astype(float).to_numpy()
+        if not len(walls):
+            ax.text(0.01, y, "all executions failed", transform=ax.get_yaxis_transform(),
+                    va="center", color="#d62728", fontsize=8)
+            continue
+        ax.boxplot([walls], positions=[y], orientation="horizontal", widths=0.6, showfliers=False,
+                   whis=(0, 100), patch_artist=True,
+                   boxprops={"facecolor": c, "alpha": 0.35, "edgecolor": c},
+                   medianprops={"color": c, "linewidth": 2}, whiskerprops={"color": c},
+                   capprops={"color": c})
+        ax.scatter(walls, y + rng.uniform(-0.18, 0.18, len(walls)), s=10, color=c, zorder=3,
+                   edgecolors="none")
+        ax.text(float(np.max(walls)), y, f"  {row['median_s']:.3f} s", va="center", fontsize=8)
+    names = [short_label(command_name(lbl)) + (f"  ({f} failed)" if f else "")
+             for lbl, f in zip(stats["label"], stats["failed"])]
+    ax.set_yticks(range(len(stats)), names, fontsize=8)
+    for tick, variant in zip(ax.get_yticklabels(), stats["variant"]):
+        tick.set_color(colour(variant))
+    limit = speed_limit(run)
+    lo = float(ok["wall_s"].min())
+    hi = float(ok["wall_s"].max())
+    if limit:
+        limit_s = size / limit
+        lo = min(lo, limit_s)
+        ax.axvline(limit_s, color="black", linestyle="--", linewidth=1)
+        ax.text(limit_s, len(stats) - 0.4, f" fio speed limit {_gbps(limit)} GB/s (fio's own read bandwidth)", fontsize=8,
+                va="bottom")
+    ax.set_xlim(lo * 0.9, hi * 1.12)
+    ax.set_ylim(-0.7, len(stats) - 0.1)
+    ax.set_xlabel("wall time (s) — box: min / quartiles / max, dots: each round, lower is better")
+    top = ax.secondary_xaxis("top", functions=(lambda s: size / np.maximum(s, 1e-9) / GB,
+                                               lambda t: size / np.maximum(t, 1e-9) / GB))
+    top.set_xticks(_throughput_ticks(size, ax.get_xlim()))
+    top.xaxis.set_major_formatter("{x:g}")
+    top.set_xlabel("throughput (GB/s)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(f"Ranking of every command by median wall time\n{subtitle(run, size)}", fontsize=10)
+    return fig
+
+
+# --- 2. tuning heatmaps ---
+
+def chart_heatmaps(run: Run, file_size: int | None = None) -> Figure | Skip:
+    """For each hasher variant, with and without O_DIRECT: which block size × queue depth gives
+    the highest median throughput on this machine (the sweet spot), and how sharp is it?"""
+    runs, size = _for_size(run, file_size)
+    stats = command_stats(runs[runs["tool"] == "hasher"])
+    stats = stats[stats["median_Bps"].notna()]
+    panels = []
+    for (variant, direct), g in stats.groupby(["variant", stats["direct"].fillna(False)], sort=True):
+        cells = g.groupby(["block_size", "queue_depth"])["median_Bps"].max()  # best config per cell
+        if len(cells) >= 2:
+            panels.append((variant, bool(direct), cells.unstack("queue_depth")))
+    if not panels:
+        return Skip("no hasher variant was swept over more than one block size × queue depth")
+    vmax = max(float(np.nanmax(p[2].to_numpy(dtype=float))) for p in panels) / GB
+    ncols = 2 if len(panels) > 1 else 1
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 0.6 + 3.4 * nrows),
+                             layout="constrained", squeeze=False)
+    image = None
+    for ax, (variant, direct, grid) in zip(axes.flat, panels):
+        grid = grid.sort_index().sort_index(axis=1)
+        values = grid.to_numpy(dtype=float) / GB
+        image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis", vmin=0, vmax=vmax,
+                          aspect="auto", origin="lower")
+        ax.set_xticks(range(grid.shape[1]), [str(q) for q in grid.columns])
+        ax.set_yticks(range(grid.shape[0]), [format_size(int(b)) for b in grid.index])
+        ax.set_xlabel("queue depth")
+        ax.set_ylabel("block size (bytes)")
+        best = np.unravel_index(np.nanargmax(values), values.shape)
+        for (i, j), v in np.ndenumerate(values):
+            if v == v:
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=9,
+                        color="white" if v < 0.6 * vmax else "black",
+                        fontweight="bold" if (i, j) == best else "normal")
+        ax.add_patch(Rectangle((best[1] - 0.5, best[0] - 0.5), 1, 1, fill=False,
+                               edgecolor="#d62728", linewidth=3))
+        ax.set_title(f"{short_label(variant)}, {'O_DIRECT' if direct else 'buffered'}", fontsize=10)
+    for ax in axes.flat[len(panels):]:
+        ax.set_axis_off()
+    fig.colorbar(image, ax=axes, label="median throughput (GB/s)", shrink=0.8)
+    fig.suptitle(f"Tuning: median throughput (GB/s) by block size × queue depth, best cell outlined"
+                 f"\n{subtitle(run, size)}", fontsize=10)
+    return fig
+
+
+# --- 3. in flight ---
+
+def traced_stats(run: Run) -> pd.DataFrame:
+    """command_stats of the hasher configurations that have a readable trace."""
+    if not len(run.traces):
+        return pd.DataFrame()
+    ok = run.traces[(run.traces["exit_code"] == 0).fillna(False).astype(bool)]
+    labels = set(ok["label"].dropna())
+    stats = command_stats(run.runs[run.runs["tool"] == "hasher"])
+    return stats[stats["label"].isin(labels)]
+
+
+def default_trace_choice(run: Run) -> list[str]:
+    """Best and worst traced hasher configs by median, plus a singlethread and a multithread one
+    at the same knobs (the fastest such pair, O_DIRECT preferred: it shows the disk-bound
+    picture of the article), at most 4 labels."""
+    stats = traced_stats(run)
+    if not len(stats):
+        return []
+    ranked = stats.sort_values("median_s", na_position="last")
+    chosen = [ranked["label"].iloc[0], ranked["label"].iloc[-1]]
+    knobs = ["block_size", "queue_depth", "buffers", "direct", "file_size"]
+    single = ranked[ranked["variant"] == "liburing_b3sum_singlethread"]
+    multi = ranked[ranked["variant"] == "liburing_b3sum_multithread"]
+    if len(single) and len(multi):
+        pairs = single.merge(multi, on=knobs, suffixes=("_single", "_multi"))
+        if len(pairs):
+            pairs = pairs.assign(best=pairs[["median_s_single", "median_s_multi"]].min(axis=1),
+                                 buffered=~pairs["direct"].fillna(False).astype(bool))
+            pair = pairs.sort_values(["buffered", "best"]).iloc[0]
+            chosen += [pair["label_single"], pair["label_multi"]]
+    return list(dict.fromkeys(chosen))[:4]
+
+
+def chart_in_flight(run: Run, labels: list[str] | None = None) -> Figure | Skip:
+    """Is the disk or the consumer the bottleneck? Requests in flight at each consumer run stay at
+    queue depth − 1 when the disk is the bottleneck, and fall lower when the consumer is."""
+    if not len(run.traces):
+        return Skip("no traces (run without trace = true, or traced runs failed)")
+    labels = labels or default_trace_choice(run)
+    if not labels:
+        return Skip("no successful traced hasher configuration")
+    stats = command_stats(run.runs).set_index("label")
+    fig, axes = plt.subplots(len(labels), 2, figsize=(11, 0.6 + 2.2 * len(labels)),
+                             gridspec_kw={"width_ratios": [4, 1]}, layout="constrained",
+                             squeeze=False, sharey="row")
+    for (series_ax, hist_ax), label in zip(axes, labels):
+        trace = load_trace(run, label)
+        qd = stats.loc[label, "queue_depth"] if label in stats.index else pd.NA
+        qd = int(qd) if qd is not pd.NA else int(trace["in_flight"].max())
+        c = colour(str(stats.loc[label, "variant"])) if label in stats.index else "black"
+        series_ax.step(trace["time_ms"], trace["in_flight"], where="post", color=c, linewidth=0.8,
+                       rasterized=len(trace) > 2000)
+        counts = trace["in_flight"].value_counts(normalize=True).reindex(range(qd + 1), fill_value=0)
+        hist_ax.barh(counts.index, counts.to_numpy() * 100, color=c, height=0.8)
+        for ax in (series_ax, hist_ax):
+            ax.axhline(qd - 1, color="black", linestyle="--", linewidth=0.8)
+            ax.set_ylim(-0.5, qd + 0.5)
+            ax.grid(alpha=0.3)
+        series_ax.set_yticks(range(0, qd + 1, max(1, (qd + 1) // 8)))
+        median = stats.loc[label, "median_Bps"] if label in stats.index else np.nan
+        series_ax.set_title(f"{short_label(command_name(label))} — {len(trace)} consumer runs, "
+                            f"median {_gbps(median)} GB/s", fontsize=9, loc="left")
+        series_ax.set_ylabel("in flight")
+        hist_ax.set_xlabel("% of consumer runs")
+        series_ax.text(0.995, (qd - 1) / (qd + 1) + 0.5 / (qd + 1), "queue depth − 1",
+                       transform=series_ax.transAxes, ha="right", va="bottom", fontsize=7,
+                       bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+    axes[-1][0].set_xlabel("time since start (ms)")
+    fig.suptitle(f"Requests in flight at each consumer run (one traced run per configuration)\n"
+                 f"{subtitle(run)}", fontsize=10)
+    return fig
+
+
+# --- 4. limit ratio ---
+
+def chart_limit_ratio(run: Run, file_size: int | None = None) -> Figure | Skip:
+    """How close does each hasher configuration get to the speed limit (fio's best read), and how
+    much faster is it than b3sum and than cat?"""
+    stats, size = hasher_stats(run, file_size)
+    if not speed_limit(run):
+        return Skip("no speed limit (no successful fio rows, and not a warm run)")
+    hashers = stats[(stats["tool"] == "hasher")].sort_values("limit_ratio", na_position="first")
+    if not len(hashers):
+        return Skip("no hasher configurations in the run")
+    hashers = hashers.reset_index(drop=True)
+    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.38 * len(hashers)), layout="constrained")
+    ratios = hashers["limit_ratio"].fillna(0).to_numpy()
+    ax.barh(range(len(hashers)), ratios, color=[colour(v) for v in hashers["variant"]], alpha=0.8)
+    ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
+    for y, row in hashers.iterrows():
+        if row["median_s"] != row["median_s"]:
+            ax.text(0.01, y, "all executions failed", va="center", fontsize=8, color="#d62728")
+            continue
+        parts = [f"{row['limit_ratio']:.0%} of limit"]
+        parts += [f"×{row[f'speedup_{t}']:.2f} vs {t}" for t in ("b3sum", "cat")
+                  if row[f"speedup_{t}"] == row[f"speedup_{t}"]]
+        ax.text(row["limit_ratio"], y, "  " + ", ".join(parts), va="center", fontsize=8,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+    ax.set_yticks(range(len(hashers)), [short_label(command_name(x)) for x in hashers["label"]],
+                  fontsize=8)
+    ax.set_xlim(0, max(1.05, float(np.nanmax(ratios))) * 1.45)
+    limit = speed_limit(run)
+    refs = []
+    for tool in ("b3sum", "cat"):
+        ref = reference(stats, tool)
+        if ref is not None:
+            refs.append(f"{tool} = {ref['label']} ({ref['median_s']:.3f} s)")
+    ax.set_xlabel(f"median throughput / speed limit ({_gbps(limit)} GB/s); 1.0 = as fast as fio reads")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(f"Hasher throughput as a fraction of the speed limit"
+                 f"{'; speed-ups vs ' + ', '.join(refs) if refs else ''}\n{subtitle(run, size)}",
+                 fontsize=10)
+    return fig
+
+
+# --- 5. scaling ---
+
+def chart_scaling(run: Run) -> Figure | Skip:
+    """How does each command's time grow with the file size: linearly (slope 1 on log-log), or
+    with a fixed start-up cost that dominates small files?"""
+    sizes = sorted(run.runs["file_size"].dropna().unique())
+    if len(sizes) < 2:
+        return Skip(f"one file size ({size_text(sizes[0])})" if sizes else "no runs")
+    stats = command_stats(run.runs)
+    stats["command"] = stats["label"].map(command_name)
+    fig, ax = plt.subplots(figsize=(10, 6.5), layout="constrained")
+    for command, g in stats[stats["median_s"].notna()].groupby("command", sort=True):
+        g = g.sort_values("file_size")
+        ax.plot(g["file_size"].astype(float), g["median_s"], marker="o", markersize=4,
+                color=colour(str(g["variant"].iloc[0])), label=short_label(command), alpha=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks([float(s) for s in sizes], [format_size(int(s)) for s in sizes])
+    ax.set_xlabel("file size (bytes, log scale)")
+    ax.set_ylabel("median wall time (s, log scale)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncols=2, loc="upper left")
+    caches = "/".join(sorted(run.runs["cache"].dropna().unique()))
+    ax.set_title(f"Time against file size per command\n{caches} cache, {rounds(run)} rounds · "
+                 f"{machine(run)} · {run_date(run)}", fontsize=10)
+    return fig
+
+
+# --- 6. across runs ---
+
+def run_legend(run: Run) -> str:
+    fpid = str(run.fingerprint.get("fingerprint_id") or "no-fp")[:8]
+    ts = run.started_at
+    when = ts.strftime("%Y-%m-%d %H:%M UTC") if ts is not None else "undated"
+    return f"{fpid} {short_cpu(run.fingerprint.get('cpu_model'))} {when} ({run.path.name})"
+
+
+def chart_across_runs(runs: list[Run]) -> Figure | Skip:
+    """Do the same commands rank the same way on another machine or another day? Median wall
+    time of every command present in all the runs, side by side (whiskers: min–max)."""
+    if len(runs) < 2:
+        return Skip("one run directory given (pass several to compare runs or machines)")
+    tables = [command_stats(r.runs).set_index("label") for r in runs]
+    common = set.intersection(*(set(t.index[t["median_s"].notna()]) for t in tables))
+    if not common:
+        return Skip("no command with successful executions in every run")
+    order = tables[0].loc[sorted(common)].sort_values("median_s", ascending=False).index
+    height = 0.8 / len(runs)
+    fig, ax = plt.subplots(figsize=(10, 1.8 + 0.25 * len(order) * len(runs)), layout="constrained")
+    for k, (run, table) in enumerate(zip(runs, tables)):
+        rows = table.loc[order]
+        y = np.arange(len(order)) + 0.4 - height * (k + 0.5)  # first run on top, as in the legend
+        err = np.vstack([rows["median_s"] - rows["min_s"], rows["max_s"] - rows["median_s"]])
+        ax.barh(y, rows["median_s"], height=height, xerr=err, label=run_legend(run),
+                color=RUN_COLOURS[k % len(RUN_COLOURS)], alpha=0.85,
+                error_kw={"linewidth": 0.8, "capsize": 2})
+    ax.set_yticks(range(len(order)), [short_label(command_name(x)) for x in order], fontsize=8)
+    ax.set_xlabel("median wall time (s), whiskers min–max, lower is better")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    sizes = sorted({size_text(s) for r in runs for s in r.runs["file_size"].dropna().unique()})
+    ax.set_title(f"The same commands across {len(runs)} runs ({', '.join(sizes)} files; "
+                 f"fingerprint id, CPU, date)", fontsize=10)
+    return fig

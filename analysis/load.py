@@ -1,0 +1,182 @@
+"""Read a run directory written by `ringsum run` into typed pandas tables.
+
+This is the stable entry point for everything that reads results (`ringsum report`,
+`ringsum check`): `load_run()`, `command_stats()`, `speed_limit()`, `load_trace()`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from harness import results as harness_results
+
+RUNS_CSV = harness_results.RUNS_CSV
+META_JSON = harness_results.META_JSON
+PLAN_JSON = harness_results.PLAN_JSON
+TRACE_INDEX = "traces/index.csv"
+
+# The knobs that tell two configurations of the same tool apart: the runs.csv columns from
+# block_size to extra, as the harness writes them today.
+_COLUMNS = harness_results.COLUMNS
+KNOBS = _COLUMNS[_COLUMNS.index("block_size"):_COLUMNS.index("extra") + 1]
+# Columns a runs.csv must have to be read at all; knob columns added to the harness later are
+# read as empty from older run directories.
+REQUIRED = ["label", "tool", "variant", "file", "file_size", "cache", "round", "wall_s",
+            "throughput_Bps", "exit_code", "hash_ok", "started_at"]
+
+
+class RunDirError(ValueError):
+    """A run directory that is incomplete or corrupt; the message names the file and problem."""
+
+
+class NotARunDir(RunDirError):
+    """The path is not a run directory at all (missing, or no runs.csv)."""
+
+
+@dataclass
+class Run:
+    """One run directory: meta.json, plan.json, runs.csv and the trace index."""
+
+    path: Path
+    meta: dict
+    runs: pd.DataFrame
+    traces: pd.DataFrame
+    plan: dict = field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> dict:
+        return self.meta.get("fingerprint") or {}
+
+    @property
+    def started_at(self) -> pd.Timestamp | None:
+        ts = self.meta.get("started_at")
+        if ts:
+            return pd.Timestamp(ts)
+        if len(self.runs) and self.runs["started_at"].notna().any():
+            return self.runs["started_at"].min()
+        return None
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise RunDirError(f"{path}: unreadable JSON ({e})") from e
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: expected a JSON object")
+    return data
+
+
+def _read_trace_index(path: Path) -> pd.DataFrame:
+    columns = ["label", "file", "trace", "exit_code", "hash_ok"]
+    if not path.exists():
+        return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+    try:
+        index = pd.read_csv(path, dtype={"label": "string", "file": "string", "trace": "string"},
+                            keep_default_na=False, na_values=[""])
+    except (OSError, ValueError, pd.errors.ParserError) as e:
+        raise RunDirError(f"{path}: unreadable CSV ({e})") from e
+    missing = [c for c in columns if c not in index.columns]
+    if missing:
+        raise RunDirError(f"{path}: missing columns {', '.join(missing)}")
+    index["exit_code"] = pd.to_numeric(index["exit_code"], errors="coerce").astype("Int64")
+    index["hash_ok"] = index["hash_ok"].map({True: True, False: False, "True": True,
+                                             "False": False}).astype("boolean")
+    return index
+
+
+def load_run(path: str | Path) -> Run:
+    """Load a run directory; raise RunDirError naming the file when it is not a usable run."""
+    path = Path(path)
+    csv_path = path / RUNS_CSV
+    if not csv_path.is_file():
+        raise NotARunDir(f"{path}: not a run directory (no {RUNS_CSV})")
+    try:
+        header = csv_path.open(encoding="utf-8").readline().strip().split(",")
+    except (OSError, UnicodeDecodeError) as e:
+        raise RunDirError(f"{csv_path}: unreadable ({e})") from e
+    if header == [""]:
+        raise RunDirError(f"{csv_path}: empty file (no header, no runs)")
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise RunDirError(f"{csv_path}: not a runs table (missing columns: {', '.join(missing)})")
+    try:
+        runs = harness_results.read_runs(csv_path)
+    except (ValueError, TypeError) as e:
+        raise RunDirError(f"{csv_path}: corrupt row ({e})") from e
+    for c in ("label", "tool", "variant", "group", "extra", "file", "cache", "error"):
+        runs[c] = runs[c].astype("string")
+    runs["started_at"] = pd.to_datetime(runs["started_at"], utc=True, errors="coerce")
+    return Run(path=path, meta=_read_json(path / META_JSON), runs=runs,
+               traces=_read_trace_index(path / TRACE_INDEX), plan=_read_json(path / PLAN_JSON))
+
+
+def succeeded(runs: pd.DataFrame) -> pd.Series:
+    """Mask of the executions that count: exit code 0 and a hash that is not known to be wrong."""
+    return (runs["exit_code"] == 0).fillna(False).astype(bool) & \
+        (runs["hash_ok"] != False).fillna(True).astype(bool)  # noqa: E712 (nullable)
+
+
+def command_stats(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per command label, in first-seen order: its identity and knobs, then
+    n (successful executions), failed, min_s / median_s / max_s / mean_s of wall time and
+    median_Bps of throughput over the successful executions only (NaN when none succeeded),
+    and hash_ok_all (True/False when the tool prints a hash, NA otherwise)."""
+    ok = succeeded(runs)
+    identity = ["label", "tool", "variant", "group"] + KNOBS + ["file_size", "cache"]
+    rows = []
+    for label, g in runs.groupby("label", sort=False):
+        good = g[ok.loc[g.index]]
+        wall = good["wall_s"].astype("float64")
+        hashes = g["hash_ok"].dropna()
+        row = {c: g[c].iloc[0] for c in identity}
+        row.update({
+            "n": len(good), "failed": len(g) - len(good),
+            "min_s": wall.min(), "median_s": wall.median(), "max_s": wall.max(),
+            "mean_s": wall.mean(),
+            "median_Bps": good["throughput_Bps"].astype("float64").median(),
+            "hash_ok_all": bool(hashes.all()) if len(hashes) else pd.NA,
+        })
+        rows.append(row)
+    stats = pd.DataFrame(rows, columns=identity + ["n", "failed", "min_s", "median_s", "max_s",
+                                                   "mean_s", "median_Bps", "hash_ok_all"])
+    for c in identity:
+        if c in runs.columns:
+            stats[c] = stats[c].astype(runs[c].dtype)
+    stats["n"] = stats["n"].astype("int64")
+    stats["failed"] = stats["failed"].astype("int64")
+    stats["hash_ok_all"] = stats["hash_ok_all"].astype("boolean")
+    return stats
+
+
+def speed_limit(run: Run) -> float | None:
+    """The run's speed limit in bytes/s: meta.json's `speed_limit.limit_Bps`, or recomputed
+    from runs.csv with the harness's own function when meta.json lacks it."""
+    limit = (run.meta.get("speed_limit") or {}).get("limit_Bps")
+    if limit:
+        return float(limit)
+    if not len(run.runs):
+        return None
+    limit = harness_results.speed_limit(run.runs)["limit_Bps"]
+    return float(limit) if limit else None
+
+
+def load_trace(run: Run, label: str) -> pd.DataFrame:
+    """The per-consumer-run trace of one hasher configuration, with `time_ms` (since its first
+    row) added; raise KeyError when the run has no trace for that label."""
+    rows = run.traces[run.traces["label"] == label]
+    if not len(rows):
+        raise KeyError(f"{run.path}: no trace for {label!r}")
+    trace_path = run.path / str(rows["trace"].iloc[0])
+    try:
+        trace = pd.read_csv(trace_path, dtype="int64")
+    except (OSError, ValueError, pd.errors.ParserError) as e:
+        raise RunDirError(f"{trace_path}: unreadable trace ({e})") from e
+    trace["time_ms"] = (trace["time_ns"] - trace["time_ns"].iloc[0]) / 1e6 if len(trace) else 0.0
+    return trace

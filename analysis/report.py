@@ -1,0 +1,288 @@
+"""Write a run's report: every chart as PNG and SVG, summary.md and a self-contained report.html.
+
+The first run directory given is the one reported on; the others only join the across-runs
+chart. summary.md is the source of the HTML page's text (a small Markdown subset).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+
+from analysis import charts
+from analysis.load import Run, command_stats, speed_limit, succeeded
+
+matplotlib.rcParams["svg.hashsalt"] = "ringsum"  # stable element ids: same data, same SVG
+SAVE_OPTIONS = {"dpi": 110, "bbox_inches": "tight"}
+
+
+@dataclass
+class Chart:
+    name: str  # file stem
+    title: str
+    question: str  # the chart function's docstring
+    skipped: str | None = None  # reason when the data does not support it
+
+
+@dataclass
+class Report:
+    out: Path
+    charts: list[Chart] = field(default_factory=list)
+
+    @property
+    def html_path(self) -> Path:
+        return self.out / "report.html"
+
+    @property
+    def skipped(self) -> list[Chart]:
+        return [c for c in self.charts if c.skipped]
+
+
+def _question(function: object) -> str:
+    return " ".join((function.__doc__ or "").split())
+
+
+def _chart_jobs(runs: list[Run], trace_labels: list[str] | None) -> list[tuple[str, str, object, tuple]]:
+    run = runs[0]
+    return [
+        ("ranking", "Ranking", charts.chart_ranking, (run,)),
+        ("heatmaps", "Tuning heatmaps", charts.chart_heatmaps, (run,)),
+        ("in-flight", "In flight", charts.chart_in_flight, (run, trace_labels)),
+        ("limit-ratio", "Limit ratio", charts.chart_limit_ratio, (run,)),
+        ("scaling", "Scaling", charts.chart_scaling, (run,)),
+        ("across-runs", "Across runs/machines", charts.chart_across_runs, (runs,)),
+    ]
+
+
+def _save(fig: plt.Figure, out: Path, name: str) -> None:
+    fig.savefig(out / f"{name}.png", metadata={"Software": None}, **SAVE_OPTIONS)
+    fig.savefig(out / f"{name}.svg", metadata={"Date": None, "Creator": None}, **SAVE_OPTIONS)
+    plt.close(fig)
+
+
+# --- summary.md ---
+
+def _sec(v: float) -> str:
+    return "-" if v != v else f"{v:.3f}"
+
+
+def _num(v: float, digits: int = 2) -> str:
+    return "-" if v is None or v != v else f"{v:.{digits}f}"
+
+
+def _argv(run: Run, label: str) -> list[str] | None:
+    for command in run.plan.get("commands", []):
+        if command.get("label") == label:
+            return [str(a) for a in command.get("argv", [])]
+    return None
+
+
+def _machine_lines(run: Run) -> list[str]:
+    fp = run.fingerprint
+    device = " ".join(str(x) for x in (fp.get("device_model"), fp.get("device_vendor")) if x)
+    rotational = {True: "rotational", False: "non-rotational"}.get(fp.get("rotational"), "")
+    mem = fp.get("mem_total_bytes")
+    return [
+        f"- machine: {fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores"
+        + (f", {mem / 2**30:.0f} GiB RAM" if mem else "") + f", {fp.get('arch', '')}",
+        f"- kernel: {fp.get('kernel', '?')} ({fp.get('distribution', '?')}),"
+        f" io_uring_disabled={fp.get('io_uring_disabled', '?')}",
+        f"- storage: {fp.get('fs_type', '?')} on {fp.get('source', '?')}"
+        + (f" ({device}, {rotational})" if device or rotational else "")
+        + f", scheduler {fp.get('scheduler', '?')}, nr_requests {fp.get('nr_requests', '?')},"
+        f" read-ahead {fp.get('read_ahead_kb', '?')} KiB",
+        f"- fingerprint id: `{fp.get('fingerprint_id', '?')}`",
+    ]
+
+
+def summary_markdown(runs: list[Run], report: Report) -> str:
+    run = runs[0]
+    df = run.runs
+    limit = speed_limit(run)
+    lim_meta = run.meta.get("speed_limit") or {}
+    stats = command_stats(df)
+    stats["limit_ratio"] = stats["median_Bps"] / limit if limit else np.nan
+    stats = stats.sort_values(["file_size", "median_s"], na_position="last")
+    sizes = sorted(int(s) for s in df["file_size"].dropna().unique())
+    files = ", ".join(f"`{f}`" for f in df["file"].dropna().unique())
+    config = (run.meta.get("options") or {}).get("config_path") or \
+        (run.meta.get("config") or {}).get("path", "?")
+    lines = [f"# ringsum report: {run.path.name}", "",
+             f"- run directory: `{run.path}`",
+             f"- date: {run.meta.get('started_at', '?')} to {run.meta.get('finished_at') or 'unfinished'}",
+             f"- config: `{config}`, git commit `{str(run.meta.get('git_commit') or '?')[:12]}`"
+             + (" (dirty)" if run.meta.get("git_dirty") else ""),
+             f"- file: {files}, size {', '.join(f'{charts.size_text(s)} ({s} bytes)' for s in sizes)}",
+             f"- cache: {'/'.join(sorted(df['cache'].dropna().unique()))},"
+             f" rounds: {charts.rounds(run)}, executions: {len(df)}"
+             f" ({int(succeeded(df).sum())} successful)",
+             *_machine_lines(run)]
+    if limit:
+        source = lim_meta.get("fio_best_label") or "recomputed from runs.csv"
+        lines.append(f"- speed limit: {limit / 1e9:.3f} GB/s ({source}),"
+                     f" i.e. {sizes[-1] / limit:.3f} s for the {charts.size_text(sizes[-1])} file")
+    else:
+        lines.append("- speed limit: unknown (no fio rows)")
+
+    lines += ["", "## Commands", "",
+              "Wall time over the successful executions (exit code 0, hash not wrong), sorted by"
+              " median.", "",
+              "| command | min (s) | median (s) | max (s) | GB/s | of limit | n | status |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in stats.itertuples():
+        if r.n == 0:
+            status = f"FAILED ({r.failed} of {r.failed})"
+        elif r.failed:
+            status = f"{r.failed} failed"
+        elif r.hash_ok_all is False:
+            status = "HASH MISMATCH"
+        else:
+            status = "ok"
+        lines.append(f"| {r.label} | {_sec(r.min_s)} | {_sec(r.median_s)} | {_sec(r.max_s)} |"
+                     f" {_num(r.median_Bps / 1e9, 3)} | {_num(r.limit_ratio, 3)} | {r.n} | {status} |")
+    suspect = df[succeeded(df) & df["error"].fillna("").ne("")]
+    if len(suspect):
+        lines += ["", f"{len(suspect)} successful executions carry a warning (counted above):"]
+        for error, g in suspect.groupby(suspect["error"].str.replace(r"[\d.]+ >", "… >", regex=True)):
+            lines.append(f"- {error}: {', '.join(sorted(set(g['label'])))}")
+
+    hstats, size = charts.hasher_stats(run)
+    best = hstats[(hstats["tool"] == "hasher") & hstats["median_s"].notna()].sort_values("median_s")
+    best = best.groupby("variant", sort=False).head(1)
+    refs = {t: charts.reference(hstats, t) for t in ("b3sum", "cat")}
+    lines += ["", f"## Best configuration per hasher variant ({charts.size_text(size)} file)", ""]
+    refs_text = ", ".join(f"{t} = `{r['label']}` ({r['median_s']:.3f} s)"
+                          for t, r in refs.items() if r is not None)
+    lines.append("Speed-up = reference median / configuration median"
+                 + (f"; references: {refs_text}." if refs_text else " (no b3sum or cat in the run)."))
+    lines += ["", "| variant | best configuration | median (s) | GB/s | of limit | vs b3sum | vs cat |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in best.itertuples():
+        lines.append(f"| {r.variant} | {r.label} | {_sec(r.median_s)} | {_num(r.median_Bps / 1e9, 3)} |"
+                     f" {_num(r.limit_ratio, 3)} | {_num(r.speedup_b3sum, 3)} | {_num(r.speedup_cat, 3)} |")
+    if not len(best):
+        lines.append("| - | no successful hasher execution | - | - | - | - | - |")
+
+    lines += ["", "## Reproduce the best configurations", "",
+              "Each was timed with the page cache dropped first:"
+              if "cold" in set(df["cache"].dropna()) else "Each was timed with the file cached:", ""]
+    lines.append("```sh")
+    if "cold" in set(df["cache"].dropna()):
+        lines.append("sync; echo 1 > /proc/sys/vm/drop_caches")
+    for r in best.itertuples():
+        argv = _argv(run, r.label)
+        lines.append(shlex.join(argv) if argv else f"# {r.label}: not in plan.json")
+    lines.append("```")
+
+    lines += ["", "## Charts", ""]
+    for c in report.charts:
+        if not c.skipped:
+            lines.append(f"- **{c.title}** (`{c.name}.png`, `{c.name}.svg`): {c.question}")
+    lines += ["", "## Skipped charts", ""]
+    lines += [f"- **{c.title}**: {c.skipped}" for c in report.skipped] or ["none"]
+    if len(runs) > 1:
+        lines += ["", "## Runs compared", ""] + [f"- `{r.path}`: {charts.run_legend(r)}" for r in runs]
+    return "\n".join(lines) + "\n"
+
+
+# --- report.html ---
+
+def _inline(text: str) -> str:
+    text = html.escape(text, quote=False)
+    text = _sub(r"\*\*(.+?)\*\*", "<strong>{}</strong>", text)
+    return _sub(r"`([^`]+)`", "<code>{}</code>", text)
+
+
+def _sub(pattern: str, template: str, text: str) -> str:
+    return re.sub(pattern, lambda m: template.format(m.group(1)), text)
+
+
+def markdown_to_html(markdown: str) -> str:
+    """The Markdown subset summary.md uses: headings, bullets, pipe tables, code blocks, text."""
+    out: list[str] = []
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("```"):
+            end = lines.index("```", i + 1)
+            out.append("<pre><code>" + html.escape("\n".join(lines[i + 1:end])) + "</code></pre>")
+            i = end + 1
+            continue
+        if line.startswith("#"):
+            level = len(line) - len(line.lstrip("#"))
+            out.append(f"<h{level}>{_inline(line[level:].strip())}</h{level}>")
+        elif line.startswith("| "):
+            rows = []
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append([c.strip() for c in lines[i].strip("|").split("|")])
+                i += 1
+            aligns = ["right" if c.endswith(":") else "left" for c in rows[1]]
+            head = "".join(f"<th>{_inline(c)}</th>" for c in rows[0])
+            body = "".join("<tr>" + "".join(f'<td style="text-align:{a}">{_inline(c)}</td>'
+                                            for c, a in zip(r, aligns)) + "</tr>" for r in rows[2:])
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            continue
+        elif line.startswith("- "):
+            items = []
+            while i < len(lines) and lines[i].startswith("- "):
+                items.append(f"<li>{_inline(lines[i][2:])}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+            continue
+        elif line.strip():
+            out.append(f"<p>{_inline(line)}</p>")
+        i += 1
+    return "\n".join(out)
+
+
+STYLE = """body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;font-size:0.85em}td,th{border:1px solid #ccc;padding:2px 6px}
+th{background:#eee}code,pre{background:#f5f5f5}pre{padding:0.5em;overflow-x:auto}
+figure{margin:2em 0}img{max-width:100%}figcaption{font-style:italic;margin-bottom:0.5em}"""
+
+
+def report_html(summary: str, report: Report) -> str:
+    figures = []
+    for c in report.charts:
+        if c.skipped:
+            continue
+        data = base64.b64encode((report.out / f"{c.name}.png").read_bytes()).decode("ascii")
+        figures.append(f'<figure id="{c.name}"><h2>{html.escape(c.title)}</h2>'
+                       f"<figcaption>{html.escape(c.question)}</figcaption>"
+                       f'<img alt="{html.escape(c.title)}" src="data:image/png;base64,{data}">'
+                       "</figure>")
+    title = summary.splitlines()[0].lstrip("# ")
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}"
+            f"</title><style>{STYLE}</style></head><body>\n{markdown_to_html(summary)}\n"
+            + "\n".join(figures) + "\n</body></html>\n")
+
+
+def write_report(runs: list[Run], out: Path | None = None,
+                 trace_labels: list[str] | None = None) -> Report:
+    """Write charts, summary.md and report.html for runs[0] (+ across-runs) into out."""
+    out = Path(out) if out is not None else runs[0].path
+    out.mkdir(parents=True, exist_ok=True)
+    report = Report(out=out)
+    for name, title, function, args in _chart_jobs(runs, trace_labels):
+        result = function(*args)
+        chart = Chart(name=name, title=title, question=_question(function))
+        if isinstance(result, charts.Skip):
+            chart.skipped = result.reason
+            for stale in (out / f"{name}.png", out / f"{name}.svg"):
+                stale.unlink(missing_ok=True)
+        else:
+            _save(result, out, name)
+        report.charts.append(chart)
+    summary = summary_markdown(runs, report)
+    (out / "summary.md").write_text(summary, encoding="utf-8")
+    report.html_path.write_text(report_html(summary, report), encoding="utf-8")
+    return report
