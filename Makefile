@@ -17,11 +17,12 @@ SWEEP_CONFIG ?= configs/quick.toml
 SWEEP_FILE   ?= $(BUILD)/data/sweep-1G.bin
 
 # Variant sources (hashers/<variant>.c) and the programs they become.
-VARIANTS := singlethread multithread pread
+VARIANTS := singlethread multithread pread uring_b3sum
 BIN_singlethread := liburing_b3sum_singlethread
 BIN_multithread  := liburing_b3sum_multithread
 BIN_pread        := b3sum_pread
-CORE     := options ring trace output main
+BIN_uring_b3sum  := uring_b3sum
+CORE     := options ring input threaded checkfile trace output main
 HEADERS  := $(wildcard hashers/*.h)
 
 LIBURING_VERSION = $(shell dpkg-query -W -f='$${Version}' liburing-dev 2>/dev/null)
@@ -125,15 +126,19 @@ test: deps all $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
 	$(VENV)/bin/python -m pytest -q
 
 test-sanitize: deps $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS)
-	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(VENV)/bin/python -m pytest -q tests/test_hashers.py
-	RINGSUM_BIN_DIR=$(DIR_tsan)/bin RINGSUM_VARIANTS=$(BIN_multithread) \
+	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(VENV)/bin/python -m pytest -q tests/test_hashers.py tests/test_uring_b3sum.py
+	RINGSUM_BIN_DIR=$(DIR_tsan)/bin RINGSUM_VARIANTS=$(BIN_multithread),$(BIN_uring_b3sum) \
 		$(VENV)/bin/python -m pytest -q tests/test_hashers.py
 
 bench: deps all $(call bins,notrace)
-	$(VENV)/bin/python -m harness.bench_trace
+	rm -rf $(BUILD)/bench
+	$(VENV)/bin/ringsum run configs/bench-trace.toml --file $(SWEEP_FILE) --size 1G --out $(BUILD)/bench
+	$(VENV)/bin/python -m harness.bench $(BUILD)/bench/*/
 
+# A run that exits 1 (some executions failed) still gets its report; the exit status is kept.
 sweep: deps all
-	$(VENV)/bin/ringsum run $(SWEEP_CONFIG) --file $(SWEEP_FILE) --size 1G
+	$(VENV)/bin/ringsum run $(SWEEP_CONFIG) --file $(SWEEP_FILE) --size 1G --out results; status=$$?; \
+	[ $$status -le 1 ] && $(VENV)/bin/ringsum report "$$(ls -d results/*/ | sort | tail -n 1)" && exit $$status
 
 verify: deps-apt
 	bash hashers/model/verify.sh

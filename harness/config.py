@@ -219,6 +219,7 @@ class Group:
     constraints: tuple[Constraint, ...] = ()
     path: str | None = None  # explicit hasher binary
     style: str = "options"  # hasher argv style: "options" or "positional"
+    trace: bool = True  # hashers: one extra untimed --trace run per configuration
     key: str = ""  # where it came from in the file, for messages
 
 
@@ -355,10 +356,10 @@ def _parse_constraint(ctx: _Ctx, text: Any, key: str, knobs: dict[str, Any]) -> 
 def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_name: str) -> Group:
     knobs = KNOBS[kind]
     common = {"name", "exclude", "constraints"}
-    extra = {"variant", "path", "style"} if kind == "hasher" else set()
+    extra = {"variant", "path", "style", "trace"} if kind == "hasher" else set()
     ctx.check_keys(table, key, set(knobs) | common | extra)
 
-    variant, path, style = kind, None, "options"
+    variant, path, style, trace = kind, None, "options", True
     if kind == "hasher":
         if "variant" not in table:
             raise ctx.err(f"{key}.variant", f"missing (e.g. {HASHER_VARIANTS[0]!r})")
@@ -372,6 +373,9 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
         style = table.get("style", "options")
         if style not in ("options", "positional"):
             raise ctx.err(f"{key}.style", f'expected "options" or "positional", got {_show(style)}')
+        trace = table.get("trace", True)
+        if not isinstance(trace, bool):
+            raise ctx.err(f"{key}.trace", f"expected true or false, got {_show(trace)}")
 
     name = table.get("name", default_name)
     if not isinstance(name, str) or not name.strip():
@@ -404,7 +408,7 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
         _parse_constraint(ctx, c, f"{key}.constraints[{i}]", knobs) for i, c in enumerate(cons)
     )
     return Group(kind=kind, name=name, variant=variant, grid=grid, exclude=tuple(exclude),
-                 constraints=constraints, path=path, style=style, key=key)
+                 constraints=constraints, path=path, style=style, trace=trace, key=key)
 
 
 def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:

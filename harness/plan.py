@@ -162,12 +162,14 @@ def _commands_for(config: Config, group: Group, knobs: dict[str, Any], f: FileSp
             extra = "positional"
         else:
             argv = [prog, *opts, file]
-            label = f"{group.variant} bs={format_size(bs)} qd={qd} buf={buf}"
+            # A group with its own binary is told apart from the built variant by its name.
+            label = f"{group.name if group.path else group.variant} bs={format_size(bs)} qd={qd} buf={buf}"
             label += "".join(f" {HASHER_FLAGS[knob][1]}" for knob, on in flags.items() if on)
             extra = ""
         return Command(label=label + tag, slug="", tool="hasher", variant=group.variant,
                        argv=tuple(argv), block_size=bs, queue_depth=qd, buffers=buf, **flags,
-                       extra=extra, trace_argv=tuple([prog, *opts, "--trace", "{TRACE}", file]),
+                       extra=extra,
+                       trace_argv=tuple([prog, *opts, "--trace", "{TRACE}", file]) if group.trace else None,
                        **common)
     tool = group.kind
     exe = str(find_tool(tool) or tool)
