@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,7 @@ static int parse_article_form(struct options *opts, char **argv, const char *pro
 	opts->direct = v[2];
 	opts->process_in_inner_loop = v[3];
 	opts->buffers = v[4];
+	opts->buffers_given = true;
 	opts->drain = v[5];
 	opts->link = v[6];
 	opts->files = &argv[1];
@@ -175,9 +177,9 @@ static int parse_article_form(struct options *opts, char **argv, const char *pro
 
 static int parse_long_form(struct options *opts, int argc, char **argv, const char *prog)
 {
-	bool buffers_given = false, path_given = false;
 	int c;
 
+	optind = 0;	/* glibc: start afresh, as this runs once for a defaults file and once for argv */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":b:q:n:dcvhV", long_options, NULL)) != -1) {
 		switch (c) {
@@ -192,7 +194,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 		case 'n':
 			if (!parse_unsigned(optarg, &opts->buffers))
 				return bad_usage(prog, "invalid --buffers '%s': expected a whole number", optarg);
-			buffers_given = true;
+			opts->buffers_given = true;
 			break;
 		case 'd': opts->direct = true; break;
 		case 'i': opts->process_in_inner_loop = true; break;
@@ -216,7 +218,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 				opts->path_choice = PATH_RING;
 			else
 				return bad_usage(prog, "invalid --path '%s': expected auto, memory or ring", optarg);
-			path_given = true;
+			opts->path_given = true;
 			break;
 		case 't': opts->trace_path = optarg; break;
 		case 'h':
@@ -234,9 +236,6 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 			return bad_usage(prog, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
-	if (!buffers_given)
-		opts->buffers = opts->queue_depth;
-	opts->path_given = path_given;
 	opts->files = &argv[optind];
 	opts->nr_files = argc - optind;
 	return -1;
@@ -278,17 +277,69 @@ static int validate(const struct options *opts, const struct variant *v, const c
 	return -1;
 }
 
+/*
+ * uring_b3sum's own defaults, such as `ringsum tune --install` writes: long
+ * options, one per line, # comments; the command line comes after them.
+ * $URING_B3SUM_OPTIONS names the file, else $XDG_CONFIG_HOME/ringsum/ or
+ * ~/.config/ringsum/uring_b3sum.options is used if it exists.
+ */
+static int parse_defaults_file(struct options *opts, const char *prog)
+{
+	const char *path = getenv("URING_B3SUM_OPTIONS"), *base = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	char default_path[PATH_MAX], where[PATH_MAX + 64], *words[64], *line, *word, *lines, *fields;
+	int nr_words = 1, ret;
+	size_t used;
+	FILE *f;
+
+	if (!path) {
+		snprintf(default_path, sizeof(default_path), "%s%s/ringsum/uring_b3sum.options",
+			 base ? base : home ? home : "", base ? "" : "/.config");
+		path = default_path;
+	}
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT && path == default_path ? -1 : bad_usage(prog, "%s: %s", path, strerror(errno));
+	used = fread(opts->defaults_text, 1, sizeof(opts->defaults_text) - 1, f);
+	opts->defaults_text[used] = '\0';
+	ret = feof(f) ? -1 : bad_usage(prog, "%s: longer than %zu bytes", path, sizeof(opts->defaults_text) - 1);
+	fclose(f);
+	if (ret >= 0)
+		return ret;
+	snprintf(where, sizeof(where), "%.16s: %.*s", prog, PATH_MAX, path);
+	words[0] = (char *)prog;
+	for (line = strtok_r(opts->defaults_text, "\n", &lines); line; line = strtok_r(NULL, "\n", &lines)) {
+		if (line[strspn(line, " \t")] == '#')
+			continue;
+		for (word = strtok_r(line, " \t", &fields); word; word = strtok_r(NULL, " \t", &fields)) {
+			if (nr_words == 64)
+				return bad_usage(where, "more than 63 words");
+			words[nr_words++] = word;
+		}
+	}
+	ret = parse_long_form(opts, nr_words, words, where);
+	if (ret < 0 && opts->nr_files)
+		return bad_usage(where, "unexpected '%s': only options belong here", opts->files[0]);
+	return ret;
+}
+
 /* Returns -1 to go on, or the exit status to leave with at once. */
 int parse_options(struct options *opts, int argc, char **argv, const struct variant *v)
 {
-	int ret;
+	int ret = -1;
 
 	memset(opts, 0, sizeof(*opts));
 	opts->block_size = DEFAULT_BLOCK_SIZE;
 	opts->queue_depth = DEFAULT_QUEUE_DEPTH;
 	if (is_article_form(argc, argv))
 		ret = parse_article_form(opts, argv, v->name);
-	else
+	else if (v->chooses_path && (ret = parse_defaults_file(opts, v->name)) < 0)
 		ret = parse_long_form(opts, argc, argv, v->name);
-	return ret >= 0 ? ret : validate(opts, v, v->name);
+	else if (!v->chooses_path)
+		ret = parse_long_form(opts, argc, argv, v->name);
+	if (ret >= 0)
+		return ret;
+	if (!opts->buffers_given)
+		opts->buffers = opts->queue_depth;
+	return validate(opts, v, v->name);
 }

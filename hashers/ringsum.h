@@ -51,6 +51,8 @@ struct options {
 	bool verbose;			/* say how each file is read */
 	int path_choice;		/* PATH_AUTO, PATH_MEMORY or PATH_RING */
 	bool path_given;
+	bool buffers_given;
+	char defaults_text[4096];	/* uring_b3sum's options file; option values point into it */
 	const char *trace_path;		/* CSV of consumer runs, or NULL */
 	char **files;
 	int nr_files;

@@ -149,3 +149,38 @@ def test_uring_b3sum_options_belong_to_it(option):
 def test_quiet_needs_check():
     result = run([program(URING_B3SUM), "--quiet", data_file(1)])
     assert result.returncode == 2 and b"--quiet goes with --check" in result.stderr
+
+
+def test_tuned_defaults_file_is_read_and_the_command_line_wins(tmp_path):
+    options = tmp_path / "uring_b3sum.options"
+    options.write_text("# from ringsum tune\n--block-size 64K\n  --queue-depth 8\n--path ring\n")
+    trace = tmp_path / "trace.csv"
+    path = data_file(3 * MiB + 1)
+    env = {**os.environ, "URING_B3SUM_OPTIONS": str(options)}
+    result = run([program(URING_B3SUM), "--trace", trace, path], env=env)
+    assert result.returncode == 0 and result.stdout == b3sum_lines([path])
+    rows = trace.read_text().splitlines()[1:]
+    assert sum(int(r.split(",")[3]) for r in rows) == (3 * MiB + 1 + 65535) // 65536  # 64K blocks
+    result = run([program(URING_B3SUM), "--block-size", "1M", "--trace", trace, path], env=env)
+    rows = trace.read_text().splitlines()[1:]
+    assert sum(int(r.split(",")[3]) for r in rows) == 4  # 1M blocks: the command line came last
+
+
+def test_xdg_config_home_is_where_defaults_live(tmp_path):
+    (tmp_path / "ringsum").mkdir()
+    (tmp_path / "ringsum" / "uring_b3sum.options").write_text("--frobnicate\n")
+    env = {k: v for k, v in os.environ.items() if k != "URING_B3SUM_OPTIONS"}
+    result = run([program(URING_B3SUM), data_file(1)], env={**env, "XDG_CONFIG_HOME": str(tmp_path)})
+    assert result.returncode == 2
+    assert result.stderr.decode() == (f"{URING_B3SUM}: {tmp_path}/ringsum/uring_b3sum.options: "
+                                      "unknown option '--frobnicate' (see --help)\n")
+
+
+@pytest.mark.parametrize("text, needle", [("--block-size 1M stray.bin\n", "unexpected 'stray.bin'"),
+                                          ("--queue-depth 0\n", "queue depth must be at least 1")])
+def test_bad_defaults_file(tmp_path, text, needle):
+    options = tmp_path / "o"
+    options.write_text(text)
+    result = run([program(URING_B3SUM), data_file(1)], env={**os.environ, "URING_B3SUM_OPTIONS": str(options)})
+    assert result.returncode == 2 and needle in result.stderr.decode()
+    assert result.stderr.count(b"\n") == 1
