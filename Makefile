@@ -3,7 +3,7 @@
 
 BLAKE3_VERSION := 1.8.7
 B3SUM_VERSION  := 1.8.7
-APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time
+APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time clang-14 libclang-rt-14-dev
 PYTHON         ?= python3
 
 BUILD   := build
@@ -45,7 +45,7 @@ FLAGS_tsan    := -O1 -fsanitize=thread
 FLAGS_faults  := -DRINGSUM_FAULTS
 bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
 
-.PHONY: all deps deps-apt test test-sanitize bench sweep verify clean distclean
+.PHONY: all deps deps-apt test test-sanitize bench sweep verify fuzz clean distclean
 all: $(call bins,release)
 
 define compile_rule
@@ -140,11 +140,16 @@ sweep: deps all
 	$(VENV)/bin/ringsum run $(SWEEP_CONFIG) --file $(SWEEP_FILE) --size 1G --out results; status=$$?; \
 	[ $$status -le 1 ] && $(VENV)/bin/ringsum report "$$(ls -d results/*/ | sort | tail -n 1)" && exit $$status
 
+# libFuzzer on the option parser for FUZZ_SECONDS (tests/test_fuzz_options.py builds the target).
+FUZZ_SECONDS ?= 300
+fuzz: deps
+	RINGSUM_FUZZ_SECONDS=$(FUZZ_SECONDS) flock /tmp/ringsum-run.lock $(VENV)/bin/python -m pytest -q -s tests/test_fuzz_options.py
+
 verify: deps-apt
 	bash hashers/model/verify.sh
 
 clean:
-	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/blake3 $(BUILD)/tests $(foreach f,notrace asan tsan faults,$(DIR_$(f)))
+	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/blake3 $(BUILD)/tests $(BUILD)/fuzz $(foreach f,notrace asan tsan faults,$(DIR_$(f)))
 
 distclean:
 	rm -rf $(BUILD) $(TOOLS) $(VENV)

@@ -11,7 +11,7 @@ Also a small command line used as hyperfine's `--prepare` step::
 
 `prepare` appends one JSON line {"file", "resident", "method", "dropped", "time"} to the log;
 it exits 0 even when the file is still resident (the driver flags that), non-zero only when
-it could not do its job.
+it could not do its job, and then the line is {"file", "error", "time"} (the driver stops).
 """
 
 from __future__ import annotations
@@ -181,6 +181,14 @@ def prepare(path: str, log: str | None, drop: bool, warm: bool) -> dict[str, obj
     return rec
 
 
+def _log_error(log: str, path: str, error: str) -> None:
+    try:
+        with open(log, "a") as f:
+            f.write(json.dumps({"file": path, "error": error, "time": time.time()}) + "\n")
+    except OSError:
+        pass  # the driver sees no record at all and reports hyperfine's failure instead
+
+
 def read_last_record(log: str | os.PathLike[str]) -> dict[str, object] | None:
     try:
         lines = Path(log).read_text().splitlines()
@@ -215,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{frac:.4f}\t{method}\t{f}")
     except (CacheError, OSError) as e:
         print(f"ringsum cache: {e}", file=sys.stderr)
+        if a.cmd == "prepare" and a.log:
+            _log_error(a.log, a.file, str(e))
         return 1
     return 0
 

@@ -69,6 +69,11 @@ class ConfigError(Exception):
     """A configuration problem, already formatted as `file: key: problem`."""
 
 
+def _one_line(text: str) -> str:
+    """Keys and values from the file may hold line breaks or other controls: escape them, keep one line."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 def _show(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -306,7 +311,8 @@ class _Ctx:
         self.path = path
 
     def err(self, key: str, msg: str) -> ConfigError:
-        return ConfigError(f"{self.path}: {key}: {msg}" if key else f"{self.path}: {msg}")
+        text = f"{self.path}: {key}: {msg}" if key else f"{self.path}: {msg}"
+        return ConfigError(_one_line(text))
 
     def table(self, value: Any, key: str) -> dict[str, Any]:
         if not isinstance(value, dict):

@@ -24,7 +24,7 @@ def parse_fio_json(text: str) -> FioResult:
     if start < 0:
         raise FioError("no JSON object in fio output")
     try:
-        data = json.loads(text[start:])
+        data = json.loads(text[start:], strict=False)  # fio writes file names into strings unescaped
         read = data["jobs"][0]["read"]
         return FioResult(bw_Bps=float(read["bw_bytes"]), runtime_s=float(read["runtime"]) / 1000.0,
                          io_bytes=int(read.get("io_bytes", 0)))

@@ -60,7 +60,7 @@ class RunRecord:
     throughput_Bps: float | None  # file_size / wall_s
     exit_code: int | None  # None: did not finish (timeout, hyperfine failure)
     resident_before: float | None
-    hash_ok: bool | None  # None for tools that do not print a BLAKE3 hash
+    hash_ok: bool | None  # None for tools that do not print a BLAKE3 hash, and when the command failed
     fio_bw_Bps: float | None
     fio_runtime_s: float | None
     started_at: str  # ISO 8601 UTC
@@ -103,27 +103,37 @@ def record_line(rec: RunRecord) -> str:
 
 
 class RunsWriter:
-    """Appends rows to runs.csv; every row is written, flushed and fsync'd on its own, so a kill
-    loses at most the row being written (a torn last line is cut off when the file is reopened)."""
+    """Appends rows to runs.csv; every row is written and fsync'd on its own, so a kill loses at
+    most the row being written (a torn last line is cut off when the file is reopened). A write
+    that fails (disk full) is cut off at once and raises OSError: the rows before it stay whole."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         repair_csv(path)
         new = not path.exists() or path.stat().st_size == 0
-        self._f = open(path, "a", newline="", encoding="utf-8")
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         if new:
             self._write(",".join(COLUMNS) + "\n")
 
     def _write(self, text: str) -> None:
-        self._f.write(text)
-        self._f.flush()
-        os.fsync(self._f.fileno())
+        data = text.encode("utf-8")
+        size = os.fstat(self._fd).st_size
+        try:
+            while data:
+                data = data[os.write(self._fd, data):]
+            os.fsync(self._fd)
+        except OSError:
+            try:
+                os.ftruncate(self._fd, size)
+            except OSError:
+                pass  # repair_csv cuts the torn line on the next open
+            raise
 
     def append(self, rec: RunRecord) -> None:
         self._write(record_line(rec))
 
     def close(self) -> None:
-        self._f.close()
+        os.close(self._fd)
 
     def __enter__(self) -> "RunsWriter":
         return self
@@ -181,12 +191,17 @@ def read_runs(path: str | Path) -> "Any":
 # --- meta.json ---
 
 def write_json_atomic(path: Path, data: Any) -> None:
+    """Write to a temporary file, fsync, rename: the old file stays whole if the write fails."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=False, default=str)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=False, default=str)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
 
 

@@ -18,6 +18,7 @@ import csv
 import ctypes
 import dataclasses
 import datetime as dt
+import errno
 import json
 import os
 import random
@@ -40,8 +41,9 @@ from harness.fio import FioError, parse_fio_file
 from harness.plan import Command, FileSpec, Plan, build_plan, find_tool
 from harness.units import format_rate, format_size
 
-HEX64 = re.compile(r"^([0-9a-f]{64})\s")
+HEX64 = re.compile(r"^\\?([0-9a-f]{64})\s")  # b3sum starts the line with a backslash when it escapes the path
 PREPARE_SLACK_S = 10.0  # on top of the command timeout: sync + drop + residency check
+MIN_FREE_BYTES = 1 << 20  # below this, results (raw files, rows) may be cut short: stop the sweep
 
 
 class SetupError(Exception):
@@ -50,6 +52,22 @@ class SetupError(Exception):
 
 class RunFailure(Exception):
     """The run happened but cannot be trusted (hash mismatch, failed commands). Exit 1."""
+
+
+class RunStopped(Exception):
+    """The sweep cannot go on (disk full, page cache drop refused). What is recorded stays;
+    `--resume` finishes the rest once the cause is fixed. Exit 1."""
+
+
+def _disk_full(e: OSError) -> bool:
+    return e.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def check_space(run_dir: Path) -> None:
+    st = os.statvfs(run_dir)
+    if st.f_bavail * st.f_frsize < MIN_FREE_BYTES:
+        raise RunStopped(f"no space left for results on the filesystem of {run_dir} "
+                         f"(less than {MIN_FREE_BYTES >> 20} MiB free)")
 
 
 @dataclass
@@ -153,6 +171,19 @@ def check_binaries(plan: Plan) -> None:
 def check_cache_mode(cache: str) -> None:
     if cache == "cold" and not cachemod.is_root():
         raise SetupError("cold mode needs root to drop the page cache; run as root or pass --warm")
+    if cache == "cold" and not os.access(cachemod.DROP_CACHES, os.W_OK):
+        raise SetupError(f"cold mode cannot write {cachemod.DROP_CACHES} (read-only /proc/sys, a container?); "
+                         "pass --warm")
+
+
+def check_paths(files: list[FileSpec], out: str) -> None:
+    """hyperfine takes each command as UTF-8 text: a path that is not UTF-8 cannot reach it intact."""
+    for what, path in [*(("test file", f.path) for f in files), ("--out directory", str(Path(out).absolute()))]:
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SetupError(f"{what} {path.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8, "
+                             "which hyperfine cannot pass on; rename it") from None
 
 
 # --- shuffling ---
@@ -360,6 +391,8 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
         started_at=iso(started))
     errors: list[str] = []
     prep = cachemod.read_last_record(prep_log)
+    if prep is not None and "error" in prep:  # the same would happen to every execution after it
+        raise RunStopped(f"the page cache could not be prepared before {cmd.label}: {prep['error']}")
     if prep is not None:
         rec.resident_before = float(prep["resident"])  # type: ignore[arg-type]
         tol = state.config.run.resident_tolerance
@@ -383,10 +416,10 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
             rec.throughput_Bps = cmd.file_size / rec.wall_s if rec.wall_s > 0 else None
         else:
             errors.append(f"exit code {rec.exit_code}")
-        if cmd.hashes:
+        if cmd.hashes and rec.exit_code == 0:  # a failed command printed no hash to compare
             got = parse_hash(out_path.read_text(errors="replace")) if out_path.exists() else None
-            rec.hash_ok = rec.exit_code == 0 and got == state.ref_hash[cmd.file]
-            if not rec.hash_ok and rec.exit_code == 0:
+            rec.hash_ok = got == state.ref_hash[cmd.file]
+            if not rec.hash_ok:
                 errors.append(f"hash mismatch: got {got or 'no hash line'}")
         if cmd.tool == "fio" and rec.exit_code == 0:
             try:
@@ -405,19 +438,23 @@ def traced_run(state: RunState, cmd: Command, progress: Progress) -> dict[str, A
     assert cmd.trace_argv is not None
     trace = state.run_dir / "traces" / f"{cmd.slug}.csv"
     trace.unlink(missing_ok=True)
-    if state.plan.cache == "cold":
-        cachemod.drop_caches(cmd.file)
-    else:
-        cachemod.make_warm(cmd.file)
+    try:
+        if state.plan.cache == "cold":
+            cachemod.drop_caches(cmd.file)
+        else:
+            cachemod.make_warm(cmd.file)
+    except (cachemod.CacheError, OSError) as e:
+        raise RunStopped(f"the page cache could not be prepared before the traced run of {cmd.label}: {e}") from None
     argv = [a.replace("{TRACE}", str(trace)) for a in cmd.trace_argv]
     rc, out, err = _run_group(argv, state.config.run.timeout_s)
     got = parse_hash(out) if rc == 0 else None
     ok = got == state.ref_hash[cmd.file]
     row = {"label": cmd.label, "file": cmd.file,
            "trace": f"traces/{trace.name}" if trace.exists() else "",
-           "exit_code": "" if rc is None else rc, "hash_ok": ok}
+           "exit_code": "" if rc is None else rc, "hash_ok": ok if rc == 0 else ""}
     if rc != 0:
-        why = "timeout" if rc is None else f"exit {rc}: {err.strip().splitlines()[-1] if err.strip() else ''}"
+        why = ("timeout" if rc is None else f"killed by {signal.Signals(-rc).name}" if rc < 0 else
+               f"exit {rc}" + (f": {err.strip().splitlines()[-1]}" if err.strip() else ""))
         state.failures.append(f"traced run of {cmd.label}: {why}")
         text = f"trace {cmd.label}  FAILED ({why})"
     elif not ok:
@@ -490,6 +527,7 @@ def validate_new_run(opts: Options) -> Validated:
     check_cache_mode(plan.cache)
     tools = required_tools(plan)
     check_binaries(plan)
+    check_paths(files, opts.out)
     return Validated(config, files, plan, tools)
 
 
@@ -597,6 +635,12 @@ def run(opts: Options, stream: TextIO = sys.stderr) -> int:
     lock = acquire_run_lock()
     try:
         return _run_locked(opts, validated, stream)
+    except OSError as e:
+        if not _disk_full(e):
+            raise
+        _log(f"ringsum: no space left on device writing results ({e.filename or opts.resume or opts.out}); "
+             "nothing was measured yet")
+        return 1
     finally:
         lock.close()
 
@@ -634,12 +678,16 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO) -> i
     progress = Progress(len(to_trace) + len(todo), stream)
     try:
         for c in to_trace:
+            check_space(run_dir)
             row = traced_run(state, c, progress)
+            check_space(run_dir)  # filled meanwhile: the trace may be cut short, trace it again on resume
             _append_csv_row(trace_index, TRACE_INDEX_COLUMNS, row)
         with res.RunsWriter(runs_csv) as writer:
             for rnd, pos in todo:
                 cmd = by_label[state.orders[rnd - 1][pos]]
+                check_space(run_dir)
                 rec = execute(state, cmd, rnd, pos)
+                check_space(run_dir)  # filled meanwhile: its raw files may be cut short, run it again on resume
                 writer.append(rec)
                 if rec.hash_ok is False:
                     state.mismatches.append(f"{rec.label} (round {rnd})")
@@ -655,8 +703,27 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO) -> i
         progress.close()
         _log(f"\ninterrupted; finish with: ringsum run --resume {run_dir}")
         return 130
+    except (RunStopped, OSError) as e:
+        progress.close()
+        if isinstance(e, OSError) and not _disk_full(e):
+            raise
+        return stopped(state, f"no space left on device ({e})" if isinstance(e, OSError) else str(e))
     progress.close()
     return finish(state)
+
+
+def stopped(state: RunState, reason: str) -> int:
+    """The sweep stopped before its end: say why, keep every recorded row, tell how to go on."""
+    done = len(res.read_records(state.run_dir / res.RUNS_CSV))
+    try:
+        meta = res.read_json(state.run_dir / res.META_JSON)
+        meta.setdefault("stopped", []).append({"at": iso(utcnow()), "reason": reason, "executions_recorded": done})
+        res.write_json_atomic(state.run_dir / res.META_JSON, meta)
+    except OSError:
+        pass  # the disk is full: the message below still says it all
+    _log(f"ringsum: stopped: {reason}; {done} executions are recorded in {state.run_dir / res.RUNS_CSV}; "
+         f"fix that, then finish with: ringsum run --resume {state.run_dir}")
+    return 1
 
 
 def finish(state: RunState) -> int:
@@ -695,4 +762,4 @@ def load_state_for_report(run_dir: Path) -> tuple[dict[str, Any], Any]:
 
 
 __all__ = ["Options", "run", "round_orders", "prepare_argv", "resolve_files", "SetupError",
-           "RunFailure", "REPO_ROOT"]
+           "RunFailure", "RunStopped", "REPO_ROOT"]

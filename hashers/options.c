@@ -175,6 +175,21 @@ static int parse_article_form(struct options *opts, char **argv, const char *pro
 	return -1;
 }
 
+/* getopt says '?' both for an unknown option and for a value given to a flag, as in --direct=1. */
+static int unknown_option(const char *arg, int optopt_seen, const char *prog)
+{
+	const char *equals = strchr(arg, '=');
+
+	if (!strncmp(arg, "--", 2) && equals) {
+		for (const struct option *o = long_options; o->name; o++)
+			if (strlen(o->name) == (size_t)(equals - arg - 2) && !strncmp(o->name, arg + 2, equals - arg - 2))
+				return bad_usage(prog, "option '--%s' takes no value", o->name);
+	}
+	if (optopt_seen && strncmp(arg, "--", 2))
+		return bad_usage(prog, "unknown option '-%c'", optopt_seen);
+	return bad_usage(prog, "unknown option '%s'", arg);
+}
+
 static int parse_long_form(struct options *opts, int argc, char **argv, const char *prog)
 {
 	int c;
@@ -231,9 +246,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 		case ':':
 			return bad_usage(prog, "option '%s' needs a value", argv[optind - 1]);
 		default:
-			if (optopt)
-				return bad_usage(prog, "unknown option '-%c'", optopt);
-			return bad_usage(prog, "unknown option '%s'", argv[optind - 1]);
+			return unknown_option(argv[optind - 1], optopt, prog);
 		}
 	}
 	opts->files = &argv[optind];
@@ -281,7 +294,7 @@ static int validate(const struct options *opts, const struct variant *v, const c
  * uring_b3sum's own defaults, such as `ringsum tune --install` writes: long
  * options, one per line, # comments; the command line comes after them.
  * $URING_B3SUM_OPTIONS names the file, else $XDG_CONFIG_HOME/ringsum/ or
- * ~/.config/ringsum/uring_b3sum.options is used if it exists.
+ * ~/.config/ringsum/uring_b3sum.options is used if it exists and can be read.
  */
 static int parse_defaults_file(struct options *opts, const char *prog)
 {
@@ -298,8 +311,11 @@ static int parse_defaults_file(struct options *opts, const char *prog)
 		path = default_path;
 	}
 	f = fopen(path, "re");
+	/* The usual place counts only if it is there to read (sudo and setpriv keep a HOME they cannot read). */
+	if (!f && path == default_path && (errno == ENOENT || errno == ENOTDIR || errno == EACCES))
+		return -1;
 	if (!f)
-		return errno == ENOENT && path == default_path ? -1 : bad_usage(prog, "%s: %s", path, strerror(errno));
+		return bad_usage(prog, "%s: %s", path, strerror(errno));
 	used = fread(opts->defaults_text, 1, sizeof(opts->defaults_text) - 1, f);
 	opts->defaults_text[used] = '\0';
 	ret = feof(f) ? -1 : bad_usage(prog, "%s: longer than %zu bytes", path, sizeof(opts->defaults_text) - 1);

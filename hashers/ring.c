@@ -37,7 +37,7 @@
 #ifdef RINGSUM_FAULTS
 /*
  * Test builds only: RINGSUM_FAULTS="short:3,eagain:5,eintr:6,ecanceled:7,eio:9"
- * replaces the result of the Nth completion of each file (short: half the bytes).
+ * replaces the result of the Nth completion of each file (short: half the bytes, if more than one).
  */
 static void parse_faults(struct ring *r)
 {
@@ -62,7 +62,7 @@ static int inject_fault(struct ring *r, struct input *in, int res)
 {
 	for (unsigned i = 0; i < r->nr_faults; i++)
 		if (r->faults[i].completion == in->completions && res > 0)
-			return r->faults[i].res ? r->faults[i].res : res / 2;
+			return r->faults[i].res ? r->faults[i].res : res > 1 ? res / 2 : res;
 	return res;
 }
 #else

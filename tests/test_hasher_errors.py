@@ -44,6 +44,7 @@ def one_line_error(result: subprocess.CompletedProcess, status: int, variant: st
     (["--fixed-buffers", "--buffers", "16385"], "registers at most 16384 buffers"),
     (["--iopoll"], "--iopoll needs --direct"),
     (["--frobnicate"], "unknown option '--frobnicate'"),
+    (["--direct=1"], "option '--direct' takes no value"),
     (["--trace"], "needs a value"),
     ([], "no FILE given"),
 ])

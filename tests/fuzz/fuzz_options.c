@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer target: the hashers' command line parser, parse_options(), on arbitrary argv words. */
+#include <getopt.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ringsum.h"
+
+#define MAX_WORDS 64
+
+/* options.c prints --version; the real one lives in libblake3. */
+const char *blake3_version(void) { return "fuzz"; }
+
+static const struct variant variants[] = {
+	{ .name = "liburing_b3sum_singlethread", .uses_uring = true, .waits_on_completions = true },
+	{ .name = "liburing_b3sum_multithread", .uses_uring = true, .uses_eventfd = true },
+	{ .name = "b3sum_pread" },
+	{ .name = "uring_b3sum", .uses_uring = true, .uses_eventfd = true, .chooses_path = true },
+};
+#define NR_VARIANTS (sizeof(variants) / sizeof(variants[0]))
+
+/* What parse_options() promises when it returns -1 (go on and hash). */
+static void check_accepted(const struct options *o, const struct variant *v, char **argv, int argc)
+{
+	if (o->nr_files < 1 || o->files < argv || o->files + o->nr_files > argv + argc)
+		__builtin_trap();
+	for (int i = 0; i < o->nr_files; i++)
+		if (!o->files[i])
+			__builtin_trap();
+	if (o->block_size < 1 || o->block_size > MAX_BLOCK_SIZE)
+		__builtin_trap();
+	if (o->direct && o->block_size % DIRECT_ALIGN)
+		__builtin_trap();
+	if (o->queue_depth < 1 || o->queue_depth > MAX_QUEUE_DEPTH || o->buffers < 1)
+		__builtin_trap();
+	if (o->fixed_buffers && o->buffers > MAX_FIXED_BUFFERS)
+		__builtin_trap();
+	if (o->iopoll && (!o->direct || (v->uses_uring && !v->waits_on_completions)))
+		__builtin_trap();
+	if ((o->check || o->quiet || o->verbose || o->path_given) && !v->chooses_path)
+		__builtin_trap();
+}
+
+/*
+ * Input: one byte choosing the variant, then argv words separated by NUL bytes
+ * (argv[0] is the variant's name), so that words may hold spaces and newlines.
+ */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *argv[MAX_WORDS + 2], *text;
+	const struct variant *v;
+	struct options opts;
+	int argc = 0, ret;
+
+	if (size < 1)
+		return 0;
+	v = &variants[data[0] % NR_VARIANTS];
+	text = malloc(size);		/* the words plus a final NUL, exactly sized for ASan */
+	memcpy(text, data + 1, size - 1);
+	text[size - 1] = '\0';
+	argv[argc++] = (char *)v->name;
+	for (char *word = text; word < text + size && argc <= MAX_WORDS; word += strlen(word) + 1)
+		argv[argc++] = word;
+	if (size == 1)
+		argc = 1;
+	argv[argc] = NULL;
+
+	optind = 0;			/* getopt_long keeps state between calls: start afresh */
+	ret = parse_options(&opts, argc, argv, v);
+	if (ret == -1)
+		check_accepted(&opts, v, argv, argc);
+	else if (ret != 0 && ret != 2)
+		__builtin_trap();
+	free(text);
+	return 0;
+}

@@ -1,0 +1,71 @@
+"""libFuzzer on the hashers' option parser (tests/fuzz/fuzz_options.c), with ASan and UBSan.
+
+A fixed budget in CI: RINGSUM_FUZZ_RUNS executions (default 1,000,000, a few seconds). Run longer
+(on a shared benchmark machine, under its lock: `flock /tmp/ringsum-run.lock ...`) with e.g.
+`RINGSUM_FUZZ_SECONDS=600 .venv/bin/python -m pytest -q -s tests/test_fuzz_options.py`.
+Every file in tests/fuzz/corpus/ (the seeds, and any input that once crashed: save it there)
+is replayed first, so a crash found once stays a regression test.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hashers_support import REPO
+
+FUZZ_DIR = REPO / "tests" / "fuzz"
+CORPUS = FUZZ_DIR / "corpus"
+TARGET = REPO / "build" / "fuzz" / "fuzz_options"
+SOURCES = [FUZZ_DIR / "fuzz_options.c", REPO / "hashers" / "options.c", REPO / "hashers" / "ringsum.h"]
+CLANG = shutil.which("clang-14") or shutil.which("clang")
+
+
+def build_target() -> Path:
+    if CLANG is None:
+        pytest.skip("clang not installed (apt-get install clang-14 libclang-rt-14-dev)")
+    if TARGET.exists() and all(TARGET.stat().st_mtime > s.stat().st_mtime for s in SOURCES):
+        return TARGET
+    blake3 = next((REPO / "build" / "vendor").glob("blake3-*/c"), None)
+    if blake3 is None:
+        pytest.skip("BLAKE3 sources not fetched (run make)")
+    TARGET.parent.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run([CLANG, "-g", "-O1", "-std=gnu11", "-D_GNU_SOURCE", "-DBLAKE3_USE_TBB",
+                             "-Wall", "-Wextra", "-Werror", "-fsanitize=fuzzer,address,undefined",
+                             "-fno-sanitize-recover=all", f"-I{REPO / 'hashers'}", f"-I{blake3}",
+                             '-DRINGSUM_LIBURING_VERSION="fuzz"', *map(str, SOURCES[:2]), "-o", str(TARGET)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return TARGET
+
+
+def fuzz(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(build_target()), "-close_fd_mask=3", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_corpus_replays_without_a_crash(tmp_path):
+    seeds = sorted(CORPUS.iterdir())
+    assert len(seeds) >= 10
+    result = fuzz([str(s) for s in seeds], tmp_path, timeout=60)
+    assert result.returncode == 0, result.stderr[-4000:]
+
+
+def test_fuzz_option_parser(tmp_path):
+    seconds = int(os.environ.get("RINGSUM_FUZZ_SECONDS", "0"))
+    budget = [f"-max_total_time={seconds}"] if seconds else [f"-runs={os.environ.get('RINGSUM_FUZZ_RUNS', '1000000')}"]
+    work = tmp_path / "corpus"
+    work.mkdir()
+    result = fuzz([*budget, "-print_final_stats=1", str(work), str(CORPUS)], tmp_path, timeout=seconds + 300)
+    crashes = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-")))
+    assert result.returncode == 0 and not crashes, (
+        f"fuzzer found {crashes}: copy them into {CORPUS} and report them\n{result.stderr[-4000:]}")
+    stats = dict(re.findall(r"^stat::(\w+):\s+(\d+)", result.stderr, re.M))
+    print(f"\nfuzz_options: {stats['number_of_executed_units']} executions, "
+          f"{stats['average_exec_per_sec']} exec/s, {stats['new_units_added']} new units, 0 crashes")
+    assert int(stats["number_of_executed_units"]) > 0
