@@ -312,9 +312,14 @@ def test_second_run_waits_for_the_first(tmp_path: Path):
         proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(cfg), "--size", "4K",
                                  "--dir", str(tmp_path), "--out", str(tmp_path / "r"), *MODE_ARGS],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
+        # However slowly it starts on a loaded machine, it must say it waits, and then wait.
+        first_lines = []
+        while not any("waiting for another ringsum run" in line for line in first_lines):
+            line = proc.stderr.readline()
+            assert line, f"exited without waiting: {''.join(first_lines)}"
+            first_lines.append(line)
+        time.sleep(0.5)
         assert proc.poll() is None  # still waiting
         assert not (tmp_path / "r").exists()
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
-    assert "waiting for another ringsum run" in err
+    assert proc.returncode == 0, "".join(first_lines) + err
