@@ -164,6 +164,7 @@ HASHER_FLAGS: dict[str, tuple[str, str]] = {
     "submit_and_wait": ("--submit-and-wait", "submitwait"),
     "iopoll": ("--iopoll", "iopoll"),
     "parallel_hash": ("--parallel-hash", "parhash"),
+    "fadvise_sequential": ("--fadvise-sequential", "seq"),
 }
 ARTICLE_FLAGS = ("direct", "process_in_inner_loop", "drain", "link")
 

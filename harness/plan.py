@@ -52,6 +52,7 @@ class Command:
     submit_and_wait: bool | None = None
     iopoll: bool | None = None
     parallel_hash: bool | None = None
+    fadvise_sequential: bool | None = None
     num_threads: int | None = None
     mmap: bool | None = None
     extra: str = ""

@@ -45,6 +45,7 @@ class RunRecord:
     submit_and_wait: bool | None
     iopoll: bool | None
     parallel_hash: bool | None
+    fadvise_sequential: bool | None
     num_threads: int | None
     mmap: bool | None
     extra: str

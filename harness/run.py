@@ -631,6 +631,8 @@ def acquire_run_lock(log: Callable[[str], None] = _log) -> Any:
 
 def run(opts: Options, stream: TextIO = sys.stderr) -> int:
     """Run (or resume) a sweep. Returns the exit code: 0 fine, 1 run failure."""
+    # uring_b3sum reads installed defaults (ringsum tune --install); a sweep's knobs must mean what they say.
+    os.environ["URING_B3SUM_OPTIONS"] = os.devnull
     validated = None if opts.resume else validate_new_run(opts)  # errors before waiting
     lock = acquire_run_lock()
     try:

@@ -115,6 +115,9 @@ static int open_regular(struct ring *r, struct input *in, unsigned index)
 		return errno == EINVAL && r->direct ? -ERR_DIRECT_UNSUPPORTED : -errno;
 	if (in->from_memory)
 		return 0;
+	/* Buffered reads live on readahead: saying the file is read in order doubles its window. */
+	if (r->fadvise_sequential && !r->direct)
+		posix_fadvise(in->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if (r->iopoll)
 		return check_pollable(&in->st);
 	if (r->fixed_file) {

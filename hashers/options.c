@@ -28,6 +28,7 @@ static const struct option long_options[] = {
 	{ "submit-and-wait",		no_argument,		NULL, 'W' },
 	{ "iopoll",			no_argument,		NULL, 'P' },
 	{ "parallel-hash",		no_argument,		NULL, 'H' },
+	{ "fadvise-sequential",		no_argument,		NULL, 'A' },
 	{ "check",			no_argument,		NULL, 'c' },
 	{ "quiet",			no_argument,		NULL, 'Q' },
 	{ "verbose",			no_argument,		NULL, 'v' },
@@ -59,6 +60,7 @@ static void usage(FILE *out, const char *prog)
 		"                               device and the single-threaded loop\n"
 		"      --parallel-hash          hash each block on every core, BLAKE3's TBB path (default off);\n"
 		"                               best with large power-of-two blocks\n"
+		"      --fadvise-sequential     POSIX_FADV_SEQUENTIAL on buffered reads: doubles readahead (default off)\n"
 		"  -c, --check                  uring_b3sum: FILEs are b3sum checksum files; verify them\n"
 		"      --quiet                  uring_b3sum --check: print only failures\n"
 		"  -v, --verbose                uring_b3sum: say how each file is read (default off)\n"
@@ -221,6 +223,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 		case 'W': opts->submit_and_wait = true; break;
 		case 'P': opts->iopoll = true; break;
 		case 'H': opts->parallel_hash = true; break;
+		case 'A': opts->fadvise_sequential = true; break;
 		case 'c': opts->check = true; break;
 		case 'Q': opts->quiet = true; break;
 		case 'v': opts->verbose = true; break;

@@ -126,6 +126,7 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	r->submit_and_wait = opts->submit_and_wait && v->waits_on_completions;
 	r->iopoll = opts->iopoll && v->uses_uring;
 	r->parallel_hash = opts->parallel_hash;
+	r->fadvise_sequential = opts->fadvise_sequential;
 	r->prog = v->name;
 	r->chooses_path = v->chooses_path;
 	r->path_choice = v->chooses_path ? opts->path_choice : PATH_RING;

@@ -46,6 +46,7 @@ struct options {
 	bool submit_and_wait;		/* one io_uring_enter submits and waits (single-threaded loop) */
 	bool iopoll;			/* IORING_SETUP_IOPOLL: poll the device for completions */
 	bool parallel_hash;		/* hash each block on every core (BLAKE3's TBB path) */
+	bool fadvise_sequential;	/* POSIX_FADV_SEQUENTIAL: a larger readahead window */
 	bool check;			/* uring_b3sum: FILEs are b3sum checksum files to verify */
 	bool quiet;			/* with --check: print only failures */
 	bool verbose;			/* say how each file is read */
@@ -121,6 +122,7 @@ struct ring {
 	bool submit_and_wait;
 	bool iopoll;
 	bool parallel_hash;
+	bool fadvise_sequential;
 	unsigned char *memory;		/* one allocation for every cell's buffer */
 	struct io_uring uring;
 	bool have_uring;

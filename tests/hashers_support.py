@@ -79,11 +79,12 @@ class Knobs:
     sqpoll: bool = False
     submit_and_wait: bool = False
     parallel_hash: bool = False
+    fadvise_sequential: bool = False
 
     FLAGS = {"direct": ("--direct", "d"), "inner_loop": ("--process-in-inner-loop", "i"), "drain": ("--drain", "D"),
              "link": ("--link", "L"), "fixed_buffers": ("--fixed-buffers", "B"), "fixed_file": ("--fixed-file", "F"),
              "sqpoll": ("--sqpoll", "S"), "submit_and_wait": ("--submit-and-wait", "W"),
-             "parallel_hash": ("--parallel-hash", "H")}
+             "parallel_hash": ("--parallel-hash", "H"), "fadvise_sequential": ("--fadvise-sequential", "A")}
 
     def argv(self) -> list[str]:
         args = ["--block-size", str(self.block_size), "--queue-depth", str(self.queue_depth),

@@ -120,9 +120,10 @@ fio = {{ bs = ["128K"], iodepth = [2], direct = [true] }}
     with open(rd / "runs.csv") as f:
         header = f.readline().strip().split(",")
     assert header == COLUMNS
-    assert header[:36] == ["label", "tool", "variant", "group", "block_size", "queue_depth", "buffers",
+    assert header[:37] == ["label", "tool", "variant", "group", "block_size", "queue_depth", "buffers",
                            "direct", "process_in_inner_loop", "drain", "link", "fixed_buffers", "fixed_file",
-                           "sqpoll", "submit_and_wait", "iopoll", "parallel_hash", "num_threads", "mmap",
+                           "sqpoll", "submit_and_wait", "iopoll", "parallel_hash", "fadvise_sequential", "num_threads",
+                           "mmap",
                            "extra", "file", "file_size", "cache", "round", "position", "wall_s",
                            "user_s", "sys_s", "bytes", "throughput_Bps", "exit_code", "resident_before",
                            "hash_ok", "fio_bw_Bps", "fio_runtime_s", "started_at"]
@@ -323,3 +324,16 @@ def test_second_run_waits_for_the_first(tmp_path: Path):
         assert not (tmp_path / "r").exists()
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, "".join(first_lines) + err
+
+
+def test_installed_uring_b3sum_defaults_do_not_leak_into_a_sweep(tmp_path: Path, monkeypatch):
+    """A sweep's knobs say what runs: a tuned options file (here one that would make uring_b3sum fail) is ignored."""
+    poisoned = tmp_path / "uring_b3sum.options"
+    poisoned.write_text("--frobnicate\n")
+    monkeypatch.setenv("URING_B3SUM_OPTIONS", str(poisoned))
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[run]\nrounds = 1\n[[hashers]]\nvariant = "uring_b3sum"\nblock_size = "64K"\n')
+    p = ringsum("run", str(cfg), "--size", "1M", "--dir", str(tmp_path), "--out", str(tmp_path / "r"), *MODE_ARGS)
+    assert p.returncode == 0, p.stderr
+    rows = csv_rows(run_dirs(tmp_path / "r")[0] / "runs.csv")
+    assert [r["hash_ok"] for r in rows] == ["True"]

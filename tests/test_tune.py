@@ -1,0 +1,222 @@
+"""`ringsum tune`: a real tune of a small space on a 16 MiB file (warm), the search on the default
+space with simulated measurements (the executions it would use, counted without running), the
+budget and the one-line errors."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import tune
+from harness.config import parse_config
+from harness.plan import build_plan
+from harness.results import read_runs
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
+
+SMALL_SPACE = """
+[run]
+rounds = 10
+cache = "cold"
+timeout_s = 30
+
+[[hashers]]
+variant = "liburing_b3sum_multithread"
+block_size = ["256K", "1M"]
+queue_depth = [2, 4]
+direct = [true, false]
+
+[[hashers]]
+variant = "uring_b3sum"
+block_size = ["256K", "1M"]
+queue_depth = [2, 4]
+direct = [true, false]
+"""
+
+
+@pytest.fixture(autouse=True)
+def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests do not wait for (or block) a real sweep running on the same machine."""
+    monkeypatch.setenv("RINGSUM_LOCK", str(tmp_path / "ringsum.lock"))
+
+
+def ringsum(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=300)
+
+
+def b3sum_exe() -> str:
+    local = REPO / ".tools" / "bin" / "b3sum"
+    return str(local) if local.is_file() else "b3sum"
+
+
+# --- a real tune ---
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
+    if not (BIN / "uring_b3sum").is_file():
+        pytest.skip("hashers not built (run `make`)")
+    d = tmp_path_factory.mktemp("tune")
+    (d / "space.toml").write_text(SMALL_SPACE)
+    data = d / "data.bin"
+    data.write_bytes(os.urandom(16 << 20))
+    config_home = d / "config"
+    r = ringsum("tune", "--space", str(d / "space.toml"), "--file", str(data), "--warm", "--out", str(d / "out"),
+                "--install", env={"RINGSUM_LOCK": str(d / "lock"), "XDG_CONFIG_HOME": str(config_home)})
+    assert r.returncode == 0, r.stderr
+    (tune_dir,) = (d / "out").iterdir()
+    return {"dir": tune_dir, "stdout": r.stdout, "file": data, "config_home": config_home}
+
+
+def stage_dirs(tune_dir: Path) -> list[Path]:
+    """The run directory of each stage, in order."""
+    stages = sorted((p for p in tune_dir.iterdir() if p.is_dir() and p.name.startswith("stage-")),
+                    key=lambda p: int(p.name.split("-")[1]))
+    return [next(p.iterdir()) for p in stages]
+
+
+def test_each_stage_is_a_run_directory(tuned):
+    runs = stage_dirs(tuned["dir"])
+    names = [r.parent.name.split("-", 2)[2] for r in runs]
+    assert names[0] == "coarse" and names[-1] == "final"
+    for r in runs:
+        assert (r / "runs.csv").is_file() and (r / "meta.json").is_file()
+        assert (r.parent.parent / f"{r.parent.name}.toml").is_file()
+
+
+def test_winner_is_the_fastest_finalist_of_the_final_stage(tuned):
+    final = read_runs(stage_dirs(tuned["dir"])[-1])
+    hashers = final[(final["tool"] == "hasher") & (final["exit_code"] == 0) & (final["hash_ok"] == True)]  # noqa: E712
+    medians = hashers.groupby("label")["wall_s"].median()
+    assert len(medians) >= 2
+    tuned_toml = (tuned["dir"] / "tuned.toml").read_text()
+    config = parse_config(tuned_toml, "tuned.toml")
+    plan = build_plan(config, [tune.FileSpec(str(tuned["file"]), 16 << 20)])
+    (winner,) = [c for c in plan.commands if c.tool == "hasher"]  # warm mode adds b3sum for the limit
+    assert winner.label == medians.idxmin()
+    assert f"best: {winner.label}  median {medians.min():.3f} s" in tuned["stdout"]
+
+
+def test_runs_used_are_counted_and_capped(tuned):
+    runs = [read_runs(r) for r in stage_dirs(tuned["dir"])]
+    hasher = sum(int((df["tool"] == "hasher").sum()) for df in runs)
+    other = sum(int((df["tool"] != "hasher").sum()) for df in runs)
+    grid = 16 * 10
+    assert f"runs: {hasher} hasher executions (+{other} fio/b3sum) vs {grid} for the full grid" in tuned["stdout"]
+    assert hasher <= grid // 4
+
+
+def test_tuned_options_are_accepted_by_uring_b3sum(tuned):
+    options = tuned["dir"] / "tuned.options"
+    lines = [ln for ln in options.read_text().splitlines() if not ln.startswith("#")]
+    assert lines and all(ln.startswith("--") for ln in lines)
+    installed = tuned["config_home"] / "ringsum" / "uring_b3sum.options"
+    assert installed.read_text() == options.read_text()
+    want = subprocess.run([b3sum_exe(), str(tuned["file"])], capture_output=True, text=True, check=True).stdout
+    env = {k: v for k, v in os.environ.items() if k != "URING_B3SUM_OPTIONS"}
+    for argv, extra in [([str(BIN / "uring_b3sum"), *" ".join(lines).split()], {"URING_B3SUM_OPTIONS": os.devnull}),
+                        ([str(BIN / "uring_b3sum")], {"XDG_CONFIG_HOME": str(tuned["config_home"])})]:
+        got = subprocess.run([*argv, "--path", "ring", str(tuned["file"])], capture_output=True, text=True,
+                             env={**env, **extra})
+        assert got.returncode == 0 and got.stdout == want, got.stderr
+
+
+# --- the search without running: simulated measurements ---
+
+def landscape(c: tune.Command) -> float:
+    """A smooth made-up cost with its optimum inside the space: 2M blocks, depth 8, buffers 2x."""
+    t = 0.5 + 0.01 * (math.log2(c.block_size) - 21) ** 2 + 0.015 * (math.log2(c.queue_depth) - 3) ** 2
+    t += 0.03 * bool(c.direct) + 0.01 * (c.buffers // c.queue_depth - 2) ** 2
+    return t + {"liburing_b3sum_singlethread": 0.05, "uring_b3sum": 0.005}.get(c.variant, 0.0)
+
+
+def simulated(space: tune.Space, noise: float = 0.0, seed: int = 1) -> tune.Measure:
+    rng = random.Random(seed)
+
+    def measure(stage: tune.Stage, base: str) -> tune.StageResult:
+        walls = {c.label: [landscape(c) * (1 + rng.gauss(0, noise)) for _ in range(stage.rounds)]
+                 for c in stage.points}
+        walls["b3sum"] = [0.3] * stage.rounds  # warm mode adds b3sum to every stage: it must not rank
+        return tune.StageResult(walls=walls, hasher_runs=len(stage.points) * stage.rounds,
+                                baseline_runs=(len(stage.fio) + stage.b3sum) * stage.rounds,
+                                elapsed_s=tune.estimate_s(space, stage), speed_limit={"limit_Bps": None})
+    return measure
+
+
+@pytest.fixture(scope="module")
+def default_space() -> tune.Space:
+    return tune.load_space(tune.DEFAULT_SPACE, file="/nonexistent/ringsum-tune.bin", size=1 << 30)
+
+
+def test_default_space_coarse_grid_and_neighbours(default_space):
+    coarse = default_space.coarse()
+    assert {c.block_size for c in coarse} == {128 << 10, 512 << 10, 2 << 20}
+    assert {c.queue_depth for c in coarse} == {2, 8, 32}
+    assert all(c.buffers == c.queue_depth for c in coarse)
+    point = default_space.by_label["liburing_b3sum_multithread bs=512K qd=8 buf=8 direct"]
+    assert {c.label for c in default_space.neighbours(point)} == {
+        f"liburing_b3sum_multithread {knobs}" for knobs in
+        ("bs=256K qd=8 buf=8 direct", "bs=1M qd=8 buf=8 direct", "bs=512K qd=4 buf=4 direct",
+         "bs=512K qd=16 buf=16 direct", "bs=512K qd=8 buf=16 direct", "bs=512K qd=8 buf=8")} | {
+        "liburing_b3sum_singlethread bs=512K qd=8 buf=8 direct", "uring_b3sum bs=512K qd=8 buf=8 direct"}
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.05])
+def test_default_space_within_a_quarter_of_the_grid(default_space, noise):
+    o = tune.search(default_space, simulated(default_space, noise), log=lambda _: None)
+    assert o.grid_runs == len(default_space.points) * 5
+    assert o.hasher_runs == sum(s["hasher_runs"] for s in o.stages) <= o.grid_runs // 4
+    best = min(landscape(c) for c in default_space.points)
+    assert landscape(default_space.by_label[o.winner]) <= best * 1.03
+
+
+def test_budget_cuts_stages_and_says_so(default_space):
+    o = tune.search(default_space, simulated(default_space), budget_s=4 * 60, log=lambda _: None)
+    assert sum(s["elapsed_s"] for s in o.stages) <= 4 * 60
+    assert o.cuts and all("budget" in c for c in o.cuts)
+
+
+def test_budget_too_small_says_the_minimum(default_space):
+    with pytest.raises(tune.TuneError, match=r"budget 1\.0 min is too small: .* need about \d+ min"):
+        tune.search(default_space, simulated(default_space), budget_s=60, log=lambda _: None)
+
+
+def test_comparison_with_the_grid(default_space):
+    measure = simulated(default_space)
+    o = tune.search(default_space, measure, log=lambda _: None)
+    c = tune.compare_full_grid(default_space, o, measure)
+    assert c.grid_runs == o.grid_runs and c.ratio <= 1.03
+
+
+# --- errors: one line, exit 2 ---
+
+@pytest.mark.parametrize("args, needle", [
+    (["--file", "/nonexistent/file.bin", "--warm"], "test file not found: /nonexistent/file.bin"),
+    (["--size", "1M", "--warm", "--variant", "nosuch"], "unknown variant 'nosuch'"),
+    (["--size", "1G", "--warm", "--budget", "0.1"], "budget 0.1 min is too small"),
+])
+def test_errors_are_one_line(args, needle, tmp_path):
+    r = ringsum("tune", "--dir", str(tmp_path), "--out", str(tmp_path / "out"), *args)
+    assert r.returncode == 2 and needle in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_cold_mode_needs_root(monkeypatch, tmp_path, capsys):
+    from harness import cache, cli
+
+    monkeypatch.setattr(cache, "is_root", lambda: False)
+    assert cli.main(["tune", "--size", "1M", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert "pass --warm" in capsys.readouterr().err
+
+
+def test_space_too_small_to_tune(tmp_path):
+    (tmp_path / "s.toml").write_text(SMALL_SPACE.replace("rounds = 10", "rounds = 2"))
+    r = ringsum("tune", "--space", str(tmp_path / "s.toml"), "--size", "1M", "--dir", str(tmp_path), "--warm")
+    assert r.returncode == 2 and "too small to tune" in r.stderr
