@@ -1,4 +1,4 @@
-"""`ringsum` command line: run, plan, sysinfo, check, baseline, instructions.
+"""`ringsum` command line: run, plan, sysinfo, report, check, baseline, instructions, tune.
 
 Errors print `ringsum: <one line>` on stderr. Exit codes: 0 fine; 1 the run failed (hash
 mismatch, failed executions); 2 usage, config or set-up error found before anything ran;
@@ -75,6 +75,7 @@ def make_parser() -> argparse.ArgumentParser:
     from analysis.cli import add_report_parser
     add_report_parser(sub)
     _add_check_parsers(sub)
+    _add_tune_parser(sub)
     return ap
 
 
@@ -256,6 +257,51 @@ def _cmd_instructions(a: argparse.Namespace) -> int:
     return 0
 
 
+def _minutes_arg(s: str) -> float:
+    try:
+        m = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected minutes, got {s!r}") from None
+    if not m > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, got {s!r}")
+    return m
+
+
+def _add_tune_parser(sub: Any) -> None:
+    from harness.tune import DEFAULT_SPACE
+
+    t = sub.add_parser("tune", help="find the best hasher configuration without the full grid")
+    t.add_argument("--space", default=str(DEFAULT_SPACE), metavar="CONFIG",
+                   help="config whose hasher commands are the space (default configs/tune.toml)")
+    t.add_argument("--file", metavar="PATH", help="test file (default: the space's run.file / run.file_size)")
+    t.add_argument("--size", type=_size_arg, metavar="SIZE", help="size of the generated random test file")
+    t.add_argument("--dir", metavar="DIR", help="where --size generates its file (default build/data)")
+    t.add_argument("--warm", action="store_true", help="warm page cache instead of the space's mode")
+    t.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
+    t.add_argument("--variant", action="append", metavar="NAME", help="search only this variant (repeatable)")
+    t.add_argument("--budget", type=_minutes_arg, metavar="MINUTES", help="estimated time to spend at most")
+    t.add_argument("--out", default="results", metavar="DIR", help="parent of the tune directory")
+    t.add_argument("--install", action="store_true",
+                   help="copy tuned.options to $XDG_CONFIG_HOME/ringsum/uring_b3sum.options")
+    t.add_argument("--compare-full-grid", nargs="?", const="", metavar="RUN_DIR",
+                   help="then run the full grid (or read a finished RUN_DIR of it) and compare")
+
+
+def _cmd_tune(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from harness import tune
+
+    try:
+        space = tune.load_space(a.space, a.file, a.size, a.dir, a.warm, a.bin_dir, a.variant)
+        grid = a.compare_full_grid
+        return tune.tune(space, Path(a.out), a.budget * 60 if a.budget else None, a.install,
+                         compare=grid is not None, grid_run_dir=Path(grid) if grid else None)
+    except tune.TuneError as e:
+        print(f"ringsum: {e}", file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     from harness.cache import CacheError
     from harness.check import CheckError
@@ -263,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
 
     a = make_parser().parse_args(argv)
     try:
+        if a.cmd == "tune":
+            return _cmd_tune(a)
         if a.cmd in _CHECK_COMMANDS:
             return _CHECK_COMMANDS[a.cmd](a)
         if a.cmd == "plan":

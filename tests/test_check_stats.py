@@ -1,0 +1,211 @@
+"""`ringsum check` on synthetic run directories (no hashers run): the bootstrap, normalisation by
+the same round's cat, verdicts and exit codes, JUnit XML and Markdown."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import numpy as np
+import pytest
+
+from harness import baseline, check
+from harness.results import RunRecord, RunsWriter
+
+MIB8 = 8 << 20
+HASHER = "liburing_b3sum_singlethread bs=512K qd=4 buf=4"
+
+
+def record(label: str, tool: str, rnd: int, wall: float, **kw: object) -> RunRecord:
+    fields = dict(label=label, tool=tool, variant=tool, group=tool, block_size=None, queue_depth=None,
+                  buffers=None, direct=None, process_in_inner_loop=None, drain=None, link=None,
+                  fixed_buffers=None, fixed_file=None, sqpoll=None, submit_and_wait=None, iopoll=None,
+                  parallel_hash=None, num_threads=None, mmap=None, extra="", file="/data/f.bin",
+                  file_size=MIB8, cache="cold", round=rnd, position=0, wall_s=wall, user_s=0.0,
+                  sys_s=0.0, bytes=MIB8, throughput_Bps=MIB8 / wall, exit_code=0, resident_before=0.0,
+                  hash_ok=True if tool in ("hasher", "b3sum") else None, fio_bw_Bps=None,
+                  fio_runtime_s=None, started_at="2026-01-01T00:00:00.000Z")
+    fields.update(kw)
+    return RunRecord(**fields)  # type: ignore[arg-type]
+
+
+def write_run(path: Path, records: list[RunRecord], fingerprint: str = "fp1") -> Path:
+    path.mkdir(parents=True)
+    with RunsWriter(path / "runs.csv") as w:
+        for r in records:
+            w.append(r)
+    (path / "meta.json").write_text(json.dumps({"fingerprint": {"fingerprint_id": fingerprint},
+                                                "finished_at": "2026-01-01T00:01:00Z",
+                                                "started_at": "2026-01-01T00:00:00Z"}))
+    return path
+
+
+def rounds(hasher: list[float], cat: list[float] | None, label: str = HASHER) -> list[RunRecord]:
+    recs = [record(label, "hasher", i + 1, w) for i, w in enumerate(hasher)]
+    if cat is not None:
+        recs += [record("cat", "cat", i + 1, w) for i, w in enumerate(cat)]
+    return recs
+
+
+STEADY = [0.010, 0.0102, 0.0098, 0.0101, 0.0099]
+CAT = [0.005, 0.0051, 0.0049, 0.00505, 0.00495]
+
+
+def verdicts(report: check.Report) -> dict[str, str]:
+    return {c.label: c.verdict for c in report.comparisons}
+
+
+def test_bootstrap_is_seeded_and_brackets_the_ratio() -> None:
+    rng = np.random.default_rng(0)
+    b = check.Sample(rng.normal(1.0, 0.05, 9), np.ones(9))
+    c = check.Sample(rng.normal(3.0, 0.1, 9), np.full(9, 2.0))
+    one = check.bootstrap_ratio(b, c, 0.95, 5000, np.random.default_rng(1))
+    two = check.bootstrap_ratio(b, c, 0.95, 5000, np.random.default_rng(1))
+    assert one == two
+    ratio, low, high = one
+    assert low <= ratio <= high and 1.3 < low and high < 1.7
+
+
+def test_decide_needs_the_whole_interval_beyond_the_threshold() -> None:
+    assert check.decide(1.06, 1.2, 0.05) == check.REGRESSION
+    assert check.decide(1.04, 1.2, 0.05) == check.NO_CHANGE
+    assert check.decide(0.8, 0.94, 0.05) == check.IMPROVEMENT
+    assert check.decide(0.8, 0.96, 0.05) == check.NO_CHANGE
+
+
+def test_parse_fraction() -> None:
+    assert check.parse_fraction("5%") == pytest.approx(0.05)
+    assert check.parse_fraction("0.1") == pytest.approx(0.1)
+    with pytest.raises(ValueError):
+        check.parse_fraction("150%")
+
+
+def test_slow_stretch_hitting_both_is_no_change_by_cat(tmp_path: Path) -> None:
+    """The disk is twice as slow in the current run, for the hasher and cat alike: raw says
+    regression, the verdict (÷cat, same round) says no change."""
+    base = write_run(tmp_path / "b", rounds(STEADY, CAT))
+    cur = write_run(tmp_path / "c", rounds([w * 2 for w in STEADY], [w * 2 for w in CAT]))
+    report = check.compare(check.load_run(base), check.load_run(cur), check.Settings())
+    c = next(c for c in report.comparisons if c.label == HASHER)
+    assert c.primary == "cat" and c.verdict == check.NO_CHANGE
+    assert check.decide(c.estimates["raw"].low, c.estimates["raw"].high, 0.05) == check.REGRESSION
+    assert verdicts(report)["cat"] == check.REFERENCE
+    assert report.exit_code == 0
+
+
+def test_slower_hasher_is_a_regression_and_faster_an_improvement(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "b", rounds(STEADY, CAT))
+    slow = write_run(tmp_path / "s", rounds([w * 1.5 for w in STEADY], CAT))
+    report = check.compare(check.load_run(base), check.load_run(slow), check.Settings())
+    assert verdicts(report)[HASHER] == check.REGRESSION and report.exit_code == 1
+    report = check.compare(check.load_run(slow), check.load_run(base), check.Settings())
+    assert verdicts(report)[HASHER] == check.IMPROVEMENT and report.exit_code == 0
+
+
+def test_fingerprint_mismatch_needs_a_reference(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "b", rounds(STEADY, None), fingerprint="fp1")
+    other = write_run(tmp_path / "o", rounds(STEADY, None), fingerprint="fp2")
+    report = check.compare(check.load_run(base), check.load_run(other), check.Settings())
+    assert verdicts(report)[HASHER] == check.NOT_COMPARABLE and report.exit_code == 2
+    assert "fingerprints differ" in report.notes[0]
+    # with cat in both runs the verdict rests on ÷cat and raw is n/a
+    base = write_run(tmp_path / "b2", rounds(STEADY, CAT), fingerprint="fp1")
+    other = write_run(tmp_path / "o2", rounds(STEADY, CAT), fingerprint="fp2")
+    report = check.compare(check.load_run(base), check.load_run(other), check.Settings())
+    c = next(c for c in report.comparisons if c.label == HASHER)
+    assert c.verdict == check.NO_CHANGE and "raw" not in c.estimates and report.exit_code == 0
+    assert "n/a" in check.format_table(report)
+
+
+def test_too_few_runs_is_exit_2(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "b", rounds(STEADY, CAT))
+    short = write_run(tmp_path / "c", rounds(STEADY[:2], CAT[:2]))
+    report = check.compare(check.load_run(base), check.load_run(short), check.Settings())
+    assert verdicts(report)[HASHER] == check.TOO_FEW and report.exit_code == 2
+
+
+def test_wrong_hash_or_failure_is_failed_exit_1(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "b", rounds(STEADY, CAT))
+    recs = rounds(STEADY, CAT)
+    recs[2].hash_ok = False
+    report = check.compare(check.load_run(base), check.load_run(write_run(tmp_path / "c", recs)),
+                           check.Settings())
+    assert verdicts(report)[HASHER] == check.FAILED and report.exit_code == 1
+    recs = rounds(STEADY, CAT)
+    recs[1].exit_code, recs[1].wall_s = None, None
+    report = check.compare(check.load_run(base), check.load_run(write_run(tmp_path / "d", recs)),
+                           check.Settings())
+    assert verdicts(report)[HASHER] == check.FAILED and report.exit_code == 1
+
+
+def test_commands_in_one_run_only_are_listed_not_failed(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "b", rounds(STEADY, CAT) + rounds(STEADY, None, label="old one"))
+    cur = write_run(tmp_path / "c", rounds(STEADY, CAT) + rounds(STEADY, None, label="new one"))
+    report = check.compare(check.load_run(base), check.load_run(cur), check.Settings())
+    v = verdicts(report)
+    assert v["old one"] == check.ONLY_BASELINE and v["new one"] == check.ONLY_CURRENT
+    assert report.exit_code == 0
+
+
+def test_junit_and_markdown(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "b", rounds(STEADY, CAT) + rounds(STEADY, None, label="steady one"))
+    cur = write_run(tmp_path / "c", rounds([w * 2 for w in STEADY], CAT)
+                    + rounds(STEADY, None, label="steady one"))
+    report = check.compare(check.load_run(base), check.load_run(cur), check.Settings())
+    md, xml = tmp_path / "out" / "check.md", tmp_path / "out" / "junit.xml"
+    check.write_outputs(report, md, xml)
+    suite = ET.parse(xml).getroot().find("testsuite")
+    assert suite is not None
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert set(cases) == {HASHER, "cat", "steady one"}
+    assert cases[HASHER].find("failure") is not None
+    assert cases["steady one"].find("failure") is None and cases["cat"].find("failure") is None
+    assert suite.get("tests") == "3" and suite.get("failures") == "1"
+    text = md.read_text()
+    assert text.startswith("## ❌ ringsum check: 1 regression")
+    row = next(ln for ln in text.splitlines() if ln.startswith(f"| {HASHER} |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "÷cat" and cells[4].startswith("+") and cells[6] == "**regression**"
+    assert "| command | figure | baseline | current | change | interval | verdict |" in text
+
+
+def test_instruction_counts_compare_with_tolerance() -> None:
+    base = {"counter": "callgrind", "file_size": 1, "counts": {"a": 1000, "b": 1000, "c": 1000}}
+    now = {"counter": "callgrind", "file_size": 1, "counts": {"a": 1005, "b": 1100, "c": 900}}
+    got = {i.variant: i.verdict for i in check.compare_instructions(base, now, 0.01)}
+    assert got == {"a": check.NO_CHANGE, "b": check.REGRESSION, "c": check.IMPROVEMENT}
+    assert all(i.verdict == check.NOT_COMPARABLE for i in check.compare_instructions(None, now, 0.01))
+
+
+def test_baseline_save_and_find(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "20260101T000000Z-vm", rounds(STEADY, CAT), fingerprint="fpX")
+    store = tmp_path / "baselines"
+    dest = baseline.save(run, root=store)
+    assert dest == store / "fpX" / run.name and (dest / "runs.csv").is_file()
+    assert baseline.find("latest", "fpX", store) == dest
+    assert baseline.find(run.name, "fpX", store) == dest
+    assert baseline.find(str(run), "other", store) == run
+    with pytest.raises(check.CheckError):
+        baseline.find("latest", "other", store)
+    with pytest.raises(check.CheckError):
+        baseline.save(run, root=store)  # exists
+
+
+def ringsum(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_cli_exit_codes(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "b", rounds(STEADY, CAT))
+    slow = write_run(tmp_path / "s", rounds([w * 2 for w in STEADY], CAT))
+    missing = ringsum("check", "--baseline", str(tmp_path / "nope"), "--current", str(slow))
+    assert missing.returncode == 2 and "not found" in missing.stderr
+    same = ringsum("check", "--baseline", str(base), "--current", str(base))
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "result: 1 no change -> exit 0" in same.stdout
+    worse = ringsum("check", "--baseline", str(base), "--current", str(slow), "--junit", str(tmp_path / "j.xml"))
+    assert worse.returncode == 1 and "regression" in worse.stdout
+    assert (tmp_path / "j.xml").is_file()
