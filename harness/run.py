@@ -35,7 +35,7 @@ from typing import Any, Callable, TextIO
 
 from harness import cache as cachemod
 from harness import results as res
-from harness import sysinfo
+from harness import sysinfo, system
 from harness.config import HASHER_FLAGS, REPO_ROOT, Config, ConfigError, load_config  # noqa: F401 (re-export)
 from harness.fio import FioError, parse_fio_file
 from harness.plan import Command, FileSpec, Plan, build_plan, find_tool
@@ -677,41 +677,50 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO) -> i
             if frac < 0.99:
                 state.warnings.append(f"could not make {f.path} resident ({frac:.2f}); low memory?")
 
-    progress = Progress(len(to_trace) + len(todo), stream)
-    try:
-        for c in to_trace:
-            check_space(run_dir)
-            row = traced_run(state, c, progress)
-            check_space(run_dir)  # filled meanwhile: the trace may be cut short, trace it again on resume
-            _append_csv_row(trace_index, TRACE_INDEX_COLUMNS, row)
-        with res.RunsWriter(runs_csv) as writer:
-            for rnd, pos in todo:
-                cmd = by_label[state.orders[rnd - 1][pos]]
+    with system.timing_settings(_log) as settings:
+        _record_settings(run_dir, settings)
+        progress = Progress(len(to_trace) + len(todo), stream)
+        try:
+            for c in to_trace:
                 check_space(run_dir)
-                rec = execute(state, cmd, rnd, pos)
-                check_space(run_dir)  # filled meanwhile: its raw files may be cut short, run it again on resume
-                writer.append(rec)
-                if rec.hash_ok is False:
-                    state.mismatches.append(f"{rec.label} (round {rnd})")
-                    progress.note(f"!!! HASH MISMATCH: {rec.label} (round {rnd}): {rec.error}")
-                if rec.exit_code != 0:
-                    state.failures.append(f"{rec.label} (round {rnd}): {rec.error}")
-                elif rec.error:
-                    state.warnings.append(f"{rec.label} (round {rnd}): {rec.error}")
-                    if "resident" in rec.error:
-                        progress.note(f"WARNING: {rec.label} (round {rnd}): {rec.error}")
-                progress.finished(_describe(rec))
-    except KeyboardInterrupt:
+                row = traced_run(state, c, progress)
+                check_space(run_dir)  # filled meanwhile: the trace may be cut short, trace it again on resume
+                _append_csv_row(trace_index, TRACE_INDEX_COLUMNS, row)
+            with res.RunsWriter(runs_csv) as writer:
+                for rnd, pos in todo:
+                    cmd = by_label[state.orders[rnd - 1][pos]]
+                    check_space(run_dir)
+                    rec = execute(state, cmd, rnd, pos)
+                    check_space(run_dir)  # filled meanwhile: its raw files may be cut short, run it again on resume
+                    writer.append(rec)
+                    if rec.hash_ok is False:
+                        state.mismatches.append(f"{rec.label} (round {rnd})")
+                        progress.note(f"!!! HASH MISMATCH: {rec.label} (round {rnd}): {rec.error}")
+                    if rec.exit_code != 0:
+                        state.failures.append(f"{rec.label} (round {rnd}): {rec.error}")
+                    elif rec.error:
+                        state.warnings.append(f"{rec.label} (round {rnd}): {rec.error}")
+                        if "resident" in rec.error:
+                            progress.note(f"WARNING: {rec.label} (round {rnd}): {rec.error}")
+                    progress.finished(_describe(rec))
+        except KeyboardInterrupt:
+            progress.close()
+            _log(f"\ninterrupted; finish with: ringsum run --resume {run_dir}")
+            return 130
+        except (RunStopped, OSError) as e:
+            progress.close()
+            if isinstance(e, OSError) and not _disk_full(e):
+                raise
+            return stopped(state, f"no space left on device ({e})" if isinstance(e, OSError) else str(e))
         progress.close()
-        _log(f"\ninterrupted; finish with: ringsum run --resume {run_dir}")
-        return 130
-    except (RunStopped, OSError) as e:
-        progress.close()
-        if isinstance(e, OSError) and not _disk_full(e):
-            raise
-        return stopped(state, f"no space left on device ({e})" if isinstance(e, OSError) else str(e))
-    progress.close()
-    return finish(state)
+        return finish(state)
+
+
+def _record_settings(run_dir: Path, settings: list[dict]) -> None:
+    """What the run changed on the machine, and back to what, kept with the results (a resume adds its own)."""
+    meta = res.read_json(run_dir / res.META_JSON)
+    meta.setdefault("system_settings", []).append({"at": iso(utcnow()), "settings": settings})
+    res.write_json_atomic(run_dir / res.META_JSON, meta)
 
 
 def stopped(state: RunState, reason: str) -> int:

@@ -1,0 +1,67 @@
+"""System settings for timing: applied during a run, recorded in meta.json, always put back."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.system import FREE_PAGE_REPORTING, Tunable, timing_settings
+
+
+def tunable_at(path: Path) -> Tunable:
+    return Tunable(name="test knob", path=path, for_timing="11", why="a test")
+
+
+def test_applied_inside_and_restored_after_even_on_error(tmp_path):
+    knob = tmp_path / "knob"
+    knob.write_text("9\n")
+    with pytest.raises(RuntimeError):
+        with timing_settings(print, (tunable_at(knob),)) as settings:
+            assert knob.read_text().strip() == "11"
+            assert settings == [{"name": "test knob", "path": str(knob), "before": "9", "during": "11", "note": ""}]
+            raise RuntimeError("the run failed")
+    assert knob.read_text().strip() == "9"
+
+
+def test_a_setting_that_cannot_be_read_or_changed_is_advice(tmp_path):
+    notes = []
+    unreadable = tmp_path / "knob"
+    unreadable.mkdir()  # reading it fails, as a broken sysfs file would
+    with timing_settings(notes.append, (tunable_at(unreadable),)) as settings:
+        assert settings[0]["before"] is None and settings[0]["note"].startswith("unreadable")
+    assert any("cannot read test knob" in n for n in notes)
+    if os.geteuid() != 0:  # root writes read-only files, so only others meet a refusal
+        unwritable = tmp_path / "ro"
+        unwritable.write_text("9\n")
+        os.chmod(unwritable, 0o444)
+        with timing_settings(notes.append, (tunable_at(unwritable),)) as settings:
+            assert settings[0]["during"] == "9" and "left as is" in settings[0]["note"]
+        assert any("cannot change test knob" in n for n in notes)
+
+
+def test_missing_settings_are_skipped(tmp_path):
+    with timing_settings(print, (tunable_at(tmp_path / "absent"),)) as settings:
+        assert settings == []
+
+
+@pytest.mark.skipif(not FREE_PAGE_REPORTING.available() or os.geteuid() != 0,
+                    reason="needs root on a kernel with free page reporting (a VM guest)")
+def test_a_real_run_records_and_restores_free_page_reporting(tmp_path):
+    before = FREE_PAGE_REPORTING.read()
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[run]\nrounds = 1\n[baselines]\ncat = true\n")
+    p = subprocess.run([sys.executable, "-m", "harness", "run", str(cfg), "--size", "1M", "--dir", str(tmp_path),
+                        "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "RINGSUM_LOCK": str(tmp_path / "lock")})
+    assert p.returncode == 0, p.stderr
+    (run_dir,) = list((tmp_path / "r").iterdir())
+    meta = json.loads((run_dir / "meta.json").read_text())
+    (entry,) = meta["system_settings"]
+    setting = next(s for s in entry["settings"] if s["name"] == "free page reporting")
+    assert setting["before"] == before and setting["during"] == "11"
+    assert FREE_PAGE_REPORTING.read() == before
