@@ -6,10 +6,15 @@ changed; a setting that cannot be changed (not root, not a VM) becomes advice, n
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -51,36 +56,91 @@ FREE_PAGE_REPORTING = Tunable(
 TUNABLES = (FREE_PAGE_REPORTING,)
 
 
+# Runs with their own run locks (tests) may overlap: the first to change a setting must not be put
+# back by a later one, so a state file (under its own lock) lists who uses the settings and what to
+# restore; the last user to leave restores them. Users that died (SIGKILL) are pruned.
+SETTINGS_STATE = Path("/tmp/ringsum-system-settings.json")
+
+
 @contextmanager
-def timing_settings(log: Callable[[str], None], tunables: tuple[Tunable, ...] = TUNABLES) -> Iterator[list[dict]]:
+def timing_settings(log: Callable[[str], None], tunables: tuple[Tunable, ...] = TUNABLES,
+                    state_path: Path = SETTINGS_STATE) -> Iterator[list[dict]]:
     """Apply each available setting for the duration of the block; yields what was done, for meta.json."""
-    applied: list[tuple[Tunable, str]] = []
-    settings: list[Setting] = []
+    me = [os.getpid(), uuid.uuid4().hex]
+    with _locked_state(state_path) as state:
+        state["users"] = [u for u in state["users"] if _alive(u[0])] + [me]
+        settings = _apply(log, tunables, state["restore"])
     try:
-        for t in tunables:
-            if not t.available():
-                continue
-            try:
-                before = t.read()
-            except OSError as e:
-                log(f"note: cannot read {t.name} ({t.path}: {e.strerror}); left as is")
-                settings.append(Setting(t.name, str(t.path), None, None, f"unreadable: {e.strerror}"))
-                continue
-            if before == t.for_timing:
-                settings.append(Setting(t.name, str(t.path), before, before, "already set"))
-                continue
-            try:
-                t.write(t.for_timing)
-            except OSError as e:
-                log(f"note: cannot change {t.name} ({t.path}: {e.strerror}); timings may be noisier: {t.why}")
-                settings.append(Setting(t.name, str(t.path), before, before, f"left as is: {e.strerror}"))
-                continue
-            applied.append((t, before))
-            settings.append(Setting(t.name, str(t.path), before, t.for_timing))
         yield [asdict(s) for s in settings]
     finally:
-        for t, before in reversed(applied):
+        with _locked_state(state_path) as state:
+            state["users"] = [u for u in state["users"] if u != me and _alive(u[0])]
+            if not state["users"]:
+                _restore(log, tunables, state["restore"])
+                state["restore"] = {}
+
+
+@contextmanager
+def _locked_state(path: Path) -> Iterator[dict[str, Any]]:
+    with open(path, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        text = f.read()
+        try:
+            state = json.loads(text) if text.strip() else {}
+        except ValueError:
+            state = {}
+        state.setdefault("users", [])
+        state.setdefault("restore", {})
+        yield state
+        f.seek(0)
+        f.truncate()
+        json.dump(state, f)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _restore(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, str]) -> None:
+    for t in tunables:
+        if t.name in restore:
             try:
-                t.write(before)
+                t.write(restore[t.name])
             except OSError as e:
-                log(f"ringsum: could not restore {t.name}: write {before} to {t.path} ({e.strerror})")
+                log(f"ringsum: could not restore {t.name}: write {restore[t.name]} to {t.path} ({e.strerror})")
+
+
+def _apply(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, str]) -> list[Setting]:
+    """Apply what no overlapping run has applied; `restore` gains the values to put back."""
+    settings: list[Setting] = []
+    for t in tunables:
+        if not t.available():
+            continue
+        try:
+            now = t.read()
+        except OSError as e:
+            log(f"note: cannot read {t.name} ({t.path}: {e.strerror}); left as is")
+            settings.append(Setting(t.name, str(t.path), None, None, f"unreadable: {e.strerror}"))
+            continue
+        if t.name in restore:
+            settings.append(Setting(t.name, str(t.path), restore[t.name], now, "set by an overlapping run"))
+            continue
+        if now == t.for_timing:
+            settings.append(Setting(t.name, str(t.path), now, now, "already set"))
+            continue
+        try:
+            t.write(t.for_timing)
+        except OSError as e:
+            log(f"note: cannot change {t.name} ({t.path}: {e.strerror}); timings may be noisier: {t.why}")
+            settings.append(Setting(t.name, str(t.path), now, now, f"left as is: {e.strerror}"))
+            continue
+        restore[t.name] = now
+        settings.append(Setting(t.name, str(t.path), now, t.for_timing))
+    return settings

@@ -21,7 +21,7 @@ def test_applied_inside_and_restored_after_even_on_error(tmp_path):
     knob = tmp_path / "knob"
     knob.write_text("9\n")
     with pytest.raises(RuntimeError):
-        with timing_settings(print, (tunable_at(knob),)) as settings:
+        with timing_settings(print, (tunable_at(knob),), tmp_path / "state.json") as settings:
             assert knob.read_text().strip() == "11"
             assert settings == [{"name": "test knob", "path": str(knob), "before": "9", "during": "11", "note": ""}]
             raise RuntimeError("the run failed")
@@ -32,20 +32,42 @@ def test_a_setting_that_cannot_be_read_or_changed_is_advice(tmp_path):
     notes = []
     unreadable = tmp_path / "knob"
     unreadable.mkdir()  # reading it fails, as a broken sysfs file would
-    with timing_settings(notes.append, (tunable_at(unreadable),)) as settings:
+    with timing_settings(notes.append, (tunable_at(unreadable),), tmp_path / "state.json") as settings:
         assert settings[0]["before"] is None and settings[0]["note"].startswith("unreadable")
     assert any("cannot read test knob" in n for n in notes)
     if os.geteuid() != 0:  # root writes read-only files, so only others meet a refusal
         unwritable = tmp_path / "ro"
         unwritable.write_text("9\n")
         os.chmod(unwritable, 0o444)
-        with timing_settings(notes.append, (tunable_at(unwritable),)) as settings:
+        with timing_settings(notes.append, (tunable_at(unwritable),), tmp_path / "state.json") as settings:
             assert settings[0]["during"] == "9" and "left as is" in settings[0]["note"]
         assert any("cannot change test knob" in n for n in notes)
 
 
+def test_overlapping_runs_restore_once_and_to_the_first_value(tmp_path):
+    knob, state = tmp_path / "knob", tmp_path / "state.json"
+    knob.write_text("9\n")
+    with timing_settings(print, (tunable_at(knob),), state) as first:
+        with timing_settings(print, (tunable_at(knob),), state) as second:
+            assert second[0]["before"] == "9" and second[0]["note"] == "set by an overlapping run"
+        assert knob.read_text().strip() == "11"  # the first run still measures
+    assert first[0]["before"] == "9"
+    assert knob.read_text().strip() == "9"
+
+
+def test_a_user_that_died_does_not_pin_the_setting(tmp_path):
+    knob, state = tmp_path / "knob", tmp_path / "state.json"
+    knob.write_text("9\n")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    state.write_text(json.dumps({"users": [[int(dead.stdout), "killed"]], "restore": {"test knob": "9"}}))
+    knob.write_text("11\n")  # left applied by the run that was killed
+    with timing_settings(print, (tunable_at(knob),), state):
+        pass
+    assert knob.read_text().strip() == "9"
+
+
 def test_missing_settings_are_skipped(tmp_path):
-    with timing_settings(print, (tunable_at(tmp_path / "absent"),)) as settings:
+    with timing_settings(print, (tunable_at(tmp_path / "absent"),), tmp_path / "state.json") as settings:
         assert settings == []
 
 
