@@ -123,7 +123,7 @@ $(BUILD)/tests/%: tests/helpers/%.c
 export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
 test: deps all $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q --durations=12
 
 test-sanitize: deps $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS)
 	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(VENV)/bin/python -m pytest -q tests/test_hashers.py tests/test_uring_b3sum.py
