@@ -350,12 +350,14 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 	memset(opts, 0, sizeof(*opts));
 	opts->block_size = DEFAULT_BLOCK_SIZE;
 	opts->queue_depth = DEFAULT_QUEUE_DEPTH;
-	if (is_article_form(argc, argv))
+	if (is_article_form(argc, argv)) {
 		ret = parse_article_form(opts, argv, v->name);
-	else if (v->chooses_path && (ret = parse_defaults_file(opts, v->name)) < 0)
-		ret = parse_long_form(opts, argc, argv, v->name);
-	else if (!v->chooses_path)
-		ret = parse_long_form(opts, argc, argv, v->name);
+	} else {
+		if (v->chooses_path)
+			ret = parse_defaults_file(opts, v->name);
+		if (ret < 0)
+			ret = parse_long_form(opts, argc, argv, v->name);
+	}
 	if (ret >= 0)
 		return ret;
 	if (!opts->buffers_given)

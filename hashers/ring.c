@@ -15,16 +15,12 @@
  * available as soon as it is requested, so every file reaches the consumer.
  */
 #include <errno.h>
-#include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/eventfd.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -128,7 +124,6 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	r->parallel_hash = opts->parallel_hash;
 	r->fadvise_sequential = opts->fadvise_sequential;
 	r->prog = v->name;
-	r->chooses_path = v->chooses_path;
 	r->path_choice = v->chooses_path ? opts->path_choice : PATH_RING;
 	r->verbose = opts->verbose;
 	r->quiet = opts->quiet;

@@ -27,7 +27,6 @@ enum {
 	ERR_DIRECT_UNSUPPORTED,		/* the filesystem refuses O_DIRECT */
 	ERR_STALLED,			/* waiting for a completion with nothing in flight */
 	ERR_NOT_POLLABLE,		/* IOPOLL on a device without poll queues */
-	ERR_SIGBUS,			/* the mapped file lost pages while it was hashed */
 };
 
 struct ring;
@@ -142,7 +141,6 @@ struct ring {
 	unsigned mismatches;		/* --check: files whose hash differs */
 	bool quiet;			/* --check: print only failures */
 	uint64_t bytes_hashed;
-	bool chooses_path;
 	int path_choice;
 	bool verbose;
 	_Atomic unsigned in_flight;	/* requests queued or submitted, not yet reaped */
