@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import results as harness_results
+from harness.results import succeeded
 
 RUNS_CSV = harness_results.RUNS_CSV
 META_JSON = harness_results.META_JSON
@@ -115,12 +116,6 @@ def load_run(path: str | Path) -> Run:
     runs["started_at"] = pd.to_datetime(runs["started_at"], utc=True, errors="coerce")
     return Run(path=path, meta=_read_json(path / META_JSON), runs=runs,
                traces=_read_trace_index(path / TRACE_INDEX), plan=_read_json(path / PLAN_JSON))
-
-
-def succeeded(runs: pd.DataFrame) -> pd.Series:
-    """Mask of the executions that count: exit code 0 and a hash that is not known to be wrong."""
-    return (runs["exit_code"] == 0).fillna(False).astype(bool) & \
-        (runs["hash_ok"] != False).fillna(True).astype(bool)  # noqa: E712 (nullable)
 
 
 def command_stats(runs: pd.DataFrame) -> pd.DataFrame:

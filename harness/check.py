@@ -174,10 +174,6 @@ class Report:
 
 # --- loading and normalising ---
 
-def _ok_mask(runs: Any) -> Any:
-    return ((runs["exit_code"] == 0) & runs["wall_s"].notna()).fillna(False).astype(bool)
-
-
 def _per_round(rows: Any, column: str) -> dict[tuple[str, int], float]:
     med = rows.groupby(["file", "round"])[column].median()
     return {(str(f), int(r)): float(v) for (f, r), v in med.items() if v == v and v > 0}
@@ -186,7 +182,7 @@ def _per_round(rows: Any, column: str) -> dict[tuple[str, int], float]:
 def reference_times(runs: Any) -> dict[str, dict[tuple[str, int], float]]:
     """figure -> (file, round) -> reference time in that round: cat's wall time, and fio's read
     time of the fio command with the best median (per file)."""
-    ok = runs[_ok_mask(runs)]
+    ok = runs[res.succeeded(runs)]
     refs = {"cat": _per_round(ok[ok["tool"] == "cat"], "wall_s")}
     fio = ok[ok["tool"] == "fio"].copy()
     if len(fio):
@@ -209,7 +205,7 @@ def load_run(path: str | Path) -> RunData:
     if not len(runs):
         raise CheckError(f"{p}: no executions recorded in runs.csv")
     refs = reference_times(runs)
-    ok_mask = _ok_mask(runs)
+    ok_mask = res.succeeded(runs)
     samples: dict[str, dict[str, Sample]] = {}
     failures: dict[str, str] = {}
     for label, g in runs.groupby("label", sort=False):
