@@ -185,10 +185,13 @@ static inline enum cell_state cell_state(struct cell *c)
 	return atomic_load_explicit(&c->state, memory_order_acquire);
 }
 
+/* blake3_hasher_update_tbb() forking no finer than pays on this length (parallel_hash.cpp). */
+void hash_parallel(blake3_hasher *hasher, const void *data, size_t len);
+
 static inline void hash_update(const struct ring *r, blake3_hasher *hasher, const void *data, size_t len)
 {
 	if (r->parallel_hash)
-		blake3_hasher_update_tbb(hasher, data, len);
+		hash_parallel(hasher, data, len);
 	else
 		blake3_hasher_update(hasher, data, len);
 }

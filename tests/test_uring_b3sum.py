@@ -47,6 +47,19 @@ def test_forced_paths_give_the_same_hashes(choice):
     assert result.stdout == b3sum_lines(paths)
 
 
+def test_parallel_hashing_either_side_of_its_grain():
+    """hash_parallel forks no finer than a 2048th of the length and at least 32 KiB (parallel_hash.cpp):
+    lengths either side of both edges, from memory (one call per file) and per ring block."""
+    KiB = 1024
+    sizes = (32 * KiB - 1, 32 * KiB + 1, 64 * KiB + 1, 64 * MiB - 1, 64 * MiB + 2049, 96 * MiB + 1)
+    paths = [data_file(size) for size in sizes]
+    expected = b3sum_lines(paths)
+    for args in (["--path", "memory"], ["--path", "ring", "--parallel-hash", "--block-size", "4M"]):
+        result = run([program(URING_B3SUM), *args, *paths])
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == expected, args
+
+
 def test_many_small_files_pipelined_through_one_ring(tmp_path):
     rng = random.Random(11)
     paths = []
