@@ -13,6 +13,7 @@ B3SUM   := $(TOOLS)/bin/b3sum
 VENV_OK := $(VENV)/.installed
 BLAKE3  := $(BUILD)/vendor/blake3-$(BLAKE3_VERSION)/c
 BLAKE3_LIB := $(BUILD)/blake3/libblake3.a
+BLAKE3_JOIN_LIB := $(BUILD)/blake3/libblake3-blake3join.a
 SWEEP_CONFIG ?= configs/quick.toml
 SWEEP_FILE   ?= $(BUILD)/data/sweep-1G.bin
 
@@ -32,17 +33,20 @@ CFLAGS  += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -pthread -I$(BLAKE3) -DBLAKE3_
 LDLIBS  := -luring -ltbb -lstdc++ -pthread
 
 # Build flavours, each in its own tree so that they coexist.
-FLAVOURS      := release notrace asan tsan faults
+# blake3join links BLAKE3's own TBB join instead of hashers/parallel_hash.cpp, for `make bench`.
+FLAVOURS      := release notrace asan tsan faults blake3join
 DIR_release   := $(BUILD)
 DIR_notrace   := $(BUILD)/notrace
 DIR_asan      := $(BUILD)/asan
 DIR_tsan      := $(BUILD)/tsan
 DIR_faults    := $(BUILD)/faults
+DIR_blake3join := $(BUILD)/blake3join
 FLAGS_release :=
 FLAGS_notrace := -DRINGSUM_NO_TRACE
 FLAGS_asan    := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FLAGS_tsan    := -O1 -fsanitize=thread
 FLAGS_faults  := -DRINGSUM_FAULTS
+FLAGS_blake3join :=
 bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
 
 .PHONY: all deps deps-apt test test-sanitize bench sweep verify fuzz clean distclean
@@ -54,7 +58,7 @@ $(DIR_$(1))/obj/%.o: hashers/%.c $(HEADERS) | $(BLAKE3)/blake3.h /usr/include/li
 	$$(CC) $$(CFLAGS) $(FLAGS_$(1)) -c $$< -o $$@
 endef
 define link_rule
-$(DIR_$(1))/bin/$(BIN_$(2)): $(DIR_$(1))/obj/$(2).o $(foreach c,$(CORE),$(DIR_$(1))/obj/$(c).o) $(BLAKE3_LIB)
+$(DIR_$(1))/bin/$(BIN_$(2)): $(DIR_$(1))/obj/$(2).o $(foreach c,$(CORE),$(DIR_$(1))/obj/$(c).o) $(if $(filter blake3join,$(1)),$(BLAKE3_JOIN_LIB),$(BLAKE3_LIB))
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $(FLAGS_$(1)) $$^ -o $$@ $$(LDLIBS)
 endef
@@ -71,6 +75,9 @@ BLAKE3_OBJS := $(addprefix $(BUILD)/blake3/,$(BLAKE3_C_SRCS:.c=.o) $(BLAKE3_S_SR
 $(BLAKE3_LIB): $(BLAKE3_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
+$(BLAKE3_JOIN_LIB): $(filter-out %/parallel_hash.o,$(BLAKE3_OBJS)) $(BUILD)/blake3/blake3_tbb.o $(BUILD)/blake3/hash_parallel_plain.o
+	rm -f $@
+	$(AR) rcs $@ $^
 $(BUILD)/blake3/%.o: $(BLAKE3)/%.c | $(BLAKE3)/blake3.h
 	@mkdir -p $(@D)
 	$(CC) -O3 -DBLAKE3_USE_TBB -c $< -o $@
@@ -81,9 +88,15 @@ $(BUILD)/blake3/%.o: $(BLAKE3)/%.S | $(BLAKE3)/blake3.h
 $(BUILD)/blake3/parallel_hash.o: hashers/parallel_hash.cpp | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 -O3 -g -Wall -Wextra -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB -I$(BLAKE3) -c $< -o $@
+$(BUILD)/blake3/hash_parallel_plain.o: hashers/parallel_hash.cpp | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+	@mkdir -p $(@D)
+	$(CXX) -std=c++20 -O3 -g -Wall -Wextra -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB -DRINGSUM_BLAKE3_JOIN -I$(BLAKE3) -c $< -o $@
+$(BUILD)/blake3/blake3_tbb.o: $(BLAKE3)/blake3_tbb.cpp | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+	@mkdir -p $(@D)
+	$(CXX) -std=c++20 -O3 -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB -c $< -o $@
 
 # The fetch brings every source file along with the header.
-$(addprefix $(BLAKE3)/,$(BLAKE3_C_SRCS) $(BLAKE3_S_SRCS)): $(BLAKE3)/blake3.h ;
+$(addprefix $(BLAKE3)/,$(BLAKE3_C_SRCS) $(BLAKE3_S_SRCS) blake3_tbb.cpp): $(BLAKE3)/blake3.h ;
 $(BLAKE3)/blake3.h:
 	@command -v cargo >/dev/null || { echo "fatal: cargo not found; install Rust (rustup) to fetch BLAKE3"; exit 1; }
 	@mkdir -p $(BUILD)/blake3-fetch/src
@@ -132,10 +145,12 @@ test-sanitize: deps $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS)
 	RINGSUM_BIN_DIR=$(DIR_tsan)/bin RINGSUM_VARIANTS=$(BIN_multithread),$(BIN_uring_b3sum) \
 		$(VENV)/bin/python -m pytest -q tests/test_hashers.py
 
-bench: deps all $(call bins,notrace)
+bench: deps all $(call bins,notrace) $(call bins,blake3join)
 	rm -rf $(BUILD)/bench
-	$(VENV)/bin/ringsum run configs/bench-trace.toml --file $(SWEEP_FILE) --size 1G --out $(BUILD)/bench
-	$(VENV)/bin/python -m harness.bench $(BUILD)/bench/*/
+	$(VENV)/bin/ringsum run configs/bench-trace.toml --file $(SWEEP_FILE) --size 1G --out $(BUILD)/bench/trace
+	$(VENV)/bin/python -m harness.bench $(BUILD)/bench/trace/*/
+	$(VENV)/bin/ringsum run configs/bench-join.toml --file $(SWEEP_FILE) --size 1G --out $(BUILD)/bench/join
+	$(VENV)/bin/python -m harness.bench $(BUILD)/bench/join/*/
 
 # A run that exits 1 (some executions failed) still gets its report; the exit status is kept.
 sweep: deps all
@@ -151,7 +166,7 @@ verify: deps-apt
 	bash hashers/model/verify.sh
 
 clean:
-	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/blake3 $(BUILD)/tests $(BUILD)/fuzz $(foreach f,notrace asan tsan faults,$(DIR_$(f)))
+	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/blake3 $(BUILD)/tests $(BUILD)/fuzz $(foreach f,notrace asan tsan faults blake3join,$(DIR_$(f)))
 
 distclean:
 	rm -rf $(BUILD) $(TOOLS) $(VENV)

@@ -1,8 +1,12 @@
-"""Compare each hasher as built with its build without trace code, from a `configs/bench-trace.toml` run.
+"""Compare builds of the same hasher from a `make bench` run: pairs of commands `<label>` and
+`<build>-<label>`, interleaved in the same shuffled rounds.
 
-Usage: python -m harness.bench RUN_DIR. Prints, per variant, the median wall time of both builds
-(interleaved in the same shuffled rounds) and their ratio: with tracing off, the trace code should
-cost nothing measurable, i.e. a ratio within the run's noise of 1.
+Usage: python -m harness.bench RUN_DIR. Prints, per pair, the median wall time of both builds and
+their ratio (this build / the other), and each one's ratio to b3sum when the run has it.
+- `notrace-` (configs/bench-trace.toml): the same source without the trace code. With tracing off
+  the trace code should cost nothing measurable: a ratio within the run's noise of 1.
+- `blake3join-` (configs/bench-join.toml): linked with BLAKE3's own TBB join instead of
+  hashers/parallel_hash.cpp: below 1 is what the grain saves.
 """
 
 from __future__ import annotations
@@ -13,22 +17,24 @@ from pathlib import Path
 
 from harness.results import per_command, read_runs
 
-NOTRACE_PREFIX = "notrace-"
+OTHER_BUILDS = {"notrace-": "no trace code", "blake3join-": "BLAKE3's join"}
+B3SUM = "b3sum"
 
 
-def trace_overhead(run_dir: Path) -> list[dict[str, object]]:
+def paired_builds(run_dir: Path) -> list[dict[str, object]]:
     stats = per_command(read_runs(run_dir)).set_index("label")
+    b3sum = float(stats.loc[B3SUM, "median_s"]) if B3SUM in stats.index else None
     rows = []
     for label in stats.index:
-        if not label.startswith(NOTRACE_PREFIX):
-            continue
-        traced = label[len(NOTRACE_PREFIX):]
-        if traced not in stats.index:
-            continue
-        with_code, without = stats.loc[traced], stats.loc[label]
-        rows.append({"command": traced, "n": int(with_code["n"]),
-                     "with_trace_code_s": float(with_code["median_s"]), "without_s": float(without["median_s"]),
-                     "ratio": float(with_code["median_s"] / without["median_s"])})
+        for prefix, other in OTHER_BUILDS.items():
+            this = label[len(prefix):]
+            if not label.startswith(prefix) or this not in stats.index:
+                continue
+            mine, theirs = float(stats.loc[this, "median_s"]), float(stats.loc[label, "median_s"])
+            rows.append({"command": this, "other": other, "n": int(stats.loc[this, "n"]),
+                         "this_s": mine, "other_s": theirs, "ratio": mine / theirs,
+                         "this_vs_b3sum": mine / b3sum if b3sum else None,
+                         "other_vs_b3sum": theirs / b3sum if b3sum else None})
     return rows
 
 
@@ -39,14 +45,16 @@ def main(argv: list[str] | None = None) -> int:
     if not (a.run_dir / "runs.csv").exists():
         print(f"fatal: {a.run_dir}: not a run directory (no runs.csv)", file=sys.stderr)
         return 2
-    rows = trace_overhead(a.run_dir)
+    rows = paired_builds(a.run_dir)
     if not rows:
-        print(f"fatal: {a.run_dir}: no pairs of '<label>' and '{NOTRACE_PREFIX}<label>' commands", file=sys.stderr)
+        names = " or ".join(f"'{p}<label>'" for p in OTHER_BUILDS)
+        print(f"fatal: {a.run_dir}: no pairs of '<label>' and {names} commands", file=sys.stderr)
         return 1
-    print(f"{'command':<52} {'runs':>4} {'trace code':>11} {'no trace code':>14} {'ratio':>7}")
+    print(f"{'command':<44} {'runs':>4} {'as built':>10} {'other build':>26} {'ratio':>7} {'÷ b3sum':>15}")
     for r in rows:
-        print(f"{r['command']:<52} {r['n']:>4} {r['with_trace_code_s']:>9.4f} s {r['without_s']:>12.4f} s "
-              f"{r['ratio']:>7.3f}")
+        vs = (f"{r['this_vs_b3sum']:.3f} / {r['other_vs_b3sum']:.3f}" if r["this_vs_b3sum"] is not None else "-")
+        print(f"{r['command']:<44} {r['n']:>4} {r['this_s']:>8.4f} s {r['other']:>15} {r['other_s']:>8.4f} s "
+              f"{r['ratio']:>7.3f} {vs:>15}")
     return 0
 
 

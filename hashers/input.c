@@ -64,7 +64,7 @@ static int hash_from_memory(struct input *in)
 		return -errno;
 	mapped_file_lost_pages = 0;
 	sigaction(SIGBUS, &sa, &old);
-	hash_parallel(&in->hasher, map, size);	/* the whole file at once: every core */
+	hash_mapped(&in->hasher, map, size);	/* the whole file at once: every core */
 	sigaction(SIGBUS, &old, NULL);
 	munmap(map, size);
 	return mapped_file_lost_pages ? -ERR_FILE_CHANGED : 0;

@@ -187,6 +187,8 @@ static inline enum cell_state cell_state(struct cell *c)
 
 /* blake3_hasher_update_tbb() forking no finer than pays on this length (parallel_hash.cpp). */
 void hash_parallel(blake3_hasher *hasher, const void *data, size_t len);
+/* The same for a mapping of the page cache, staging each serial subtree through L2. */
+void hash_mapped(blake3_hasher *hasher, const void *data, size_t len);
 
 static inline void hash_update(const struct ring *r, blake3_hasher *hasher, const void *data, size_t len)
 {

@@ -48,8 +48,9 @@ def test_forced_paths_give_the_same_hashes(choice):
 
 
 def test_parallel_hashing_either_side_of_its_grain():
-    """hash_parallel forks no finer than a 2048th of the length and at least 32 KiB (parallel_hash.cpp):
-    lengths either side of both edges, from memory (one call per file) and per ring block."""
+    """parallel_hash.cpp forks no finer than a 2048th of the length, at least 32 KiB, and from memory
+    copies each serial subtree into a stage first: lengths either side of the edges, from memory
+    (one call per file, staged) and per ring block (not staged)."""
     KiB = 1024
     sizes = (32 * KiB - 1, 32 * KiB + 1, 64 * KiB + 1, 64 * MiB - 1, 64 * MiB + 2049, 96 * MiB + 1)
     paths = [data_file(size) for size in sizes]
