@@ -107,9 +107,12 @@ static int open_regular(struct ring *r, struct input *in, unsigned index)
 	/* Asking for O_DIRECT is asking for the ring: auto only takes the page cache without it. */
 	in->from_memory = r->path_choice == PATH_MEMORY ||
 			  (r->path_choice == PATH_AUTO && !r->direct && fully_cached(in->fd, in->st.st_size));
-	if (r->verbose)
-		fprintf(stderr, "%s: %s: %s\n", r->prog, in->path, in->from_memory ?
-			"hashing from the page cache (mmap, every core)" : "reading through the io_uring ring");
+	if (r->verbose && in->from_memory)
+		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, every core)\n", r->prog, in->path);
+	else if (r->verbose)
+		fprintf(stderr, "%s: %s: reading through the io_uring ring (%zu%s blocks, %u deep, %u buffers)\n",
+			r->prog, in->path, r->block_size % 1024 ? r->block_size : r->block_size >> 10,
+			r->block_size % 1024 ? "-byte" : "K", r->queue_depth, r->nr_cells);
 	flags = fcntl(in->fd, F_GETFL);
 	flags = (flags & ~O_NONBLOCK) | (r->direct && !in->from_memory ? O_DIRECT : 0);
 	if (fcntl(in->fd, F_SETFL, flags))

@@ -39,7 +39,7 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static void usage(FILE *out, const char *prog)
+static void usage(FILE *out, const char *prog, const struct options *opts)
 {
 	fprintf(out,
 		"Usage: %s [OPTION]... FILE...\n"
@@ -47,7 +47,7 @@ static void usage(FILE *out, const char *prog)
 		"Print the BLAKE3 hash of each FILE, as b3sum does, reading it through a ring of buffers.\n\n"
 		"  -b, --block-size SIZE        bytes per read and per buffer, K/M/G suffixes (default 512K)\n"
 		"  -q, --queue-depth N          limit on unfinished read requests (default %u)\n"
-		"  -n, --buffers N              buffers in the ring (default: the queue depth)\n"
+		"  -n, --buffers N              buffers in the ring (default: %sthe queue depth)\n"
 		"  -d, --direct                 read with O_DIRECT; SIZE must be a multiple of 4096 (default off)\n"
 		"      --process-in-inner-loop  hash after every reaped completion (default off)\n"
 		"      --drain                  set IOSQE_IO_DRAIN on every read (default off)\n"
@@ -75,7 +75,7 @@ static void usage(FILE *out, const char *prog)
 		"In the positional form BLOCK_KIB is in KiB and the flags are 0 or 1; put -- before\n"
 		"FILE arguments that would otherwise look like that form.\n"
 		"Exit status: 0 if every FILE was hashed, 1 if any failed, 2 for a bad command line.\n",
-		prog, prog, DEFAULT_QUEUE_DEPTH);
+		prog, prog, opts->default_queue_depth, opts->buffers_per_depth == 2 ? "twice " : "");
 }
 
 static int bad_usage(const char *prog, const char *fmt, ...)
@@ -240,7 +240,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 			break;
 		case 't': opts->trace_path = optarg; break;
 		case 'h':
-			usage(stdout, prog);
+			usage(stdout, prog, opts);
 			return 0;
 		case 'V':
 			printf("%s (ringsum %s) BLAKE3 %s liburing %s\n", prog, RINGSUM_VERSION,
@@ -349,7 +349,8 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 
 	memset(opts, 0, sizeof(*opts));
 	opts->block_size = DEFAULT_BLOCK_SIZE;
-	opts->queue_depth = DEFAULT_QUEUE_DEPTH;
+	opts->queue_depth = opts->default_queue_depth = v->queue_depth ? v->queue_depth : DEFAULT_QUEUE_DEPTH;
+	opts->buffers_per_depth = v->buffers_per_depth ? v->buffers_per_depth : 1;
 	if (is_article_form(argc, argv)) {
 		ret = parse_article_form(opts, argv, v->name);
 	} else {
@@ -361,6 +362,6 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 	if (ret >= 0)
 		return ret;
 	if (!opts->buffers_given)
-		opts->buffers = opts->queue_depth;
+		opts->buffers = opts->queue_depth * opts->buffers_per_depth;
 	return validate(opts, v, v->name);
 }

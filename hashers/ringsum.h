@@ -52,6 +52,8 @@ struct options {
 	int path_choice;		/* PATH_AUTO, PATH_MEMORY or PATH_RING */
 	bool path_given;
 	bool buffers_given;
+	unsigned default_queue_depth;	/* this variant's, for --help */
+	unsigned buffers_per_depth;	/* buffers when not given: this many per queue depth */
 	char defaults_text[4096];	/* uring_b3sum's options file; option values point into it */
 	const char *trace_path;		/* CSV of consumer runs, or NULL */
 	char **files;
@@ -65,6 +67,8 @@ struct variant {
 	bool waits_on_completions;	/* its loop may block in the kernel for completions */
 	unsigned setup_flags;		/* io_uring setup flags to try, dropped in turn */
 	bool chooses_path;		/* hashes files in the page cache from memory (uring_b3sum) */
+	unsigned queue_depth;		/* default; 0: the article's 4 */
+	unsigned buffers_per_depth;	/* default buffers per queue depth; 0: 1 */
 	int (*hash_stream)(struct ring *ring);
 };
 

@@ -61,6 +61,23 @@ def test_parallel_hashing_either_side_of_its_grain():
         assert result.stdout == expected, args
 
 
+def test_ring_defaults_are_tuned_for_uring_b3sum_and_the_articles_for_the_others(tmp_path):
+    """uring_b3sum reads 8 deep into twice as many buffers unless told otherwise; the article's
+    variants keep its 4 deep, one buffer per read in flight."""
+    path = tmp_path / "defaults.bin"
+    path.write_bytes(data_file(3 * MiB + 5).read_bytes())
+    env = {**os.environ, "URING_B3SUM_OPTIONS": os.devnull}
+    for args, ring in [([], "512K blocks, 8 deep, 16 buffers"), (["-q", "4"], "512K blocks, 4 deep, 8 buffers"),
+                       (["-q", "4", "-n", "3", "-b", "1000"], "1000-byte blocks, 4 deep, 3 buffers")]:
+        result = run([program(URING_B3SUM), "--path", "ring", "--verbose", *args, path], env=env)
+        assert result.returncode == 0 and result.stdout == b3sum_lines([path]), args
+        assert f"reading through the io_uring ring ({ring})" in result.stderr.decode(), args
+    assert "(default 8)" in run([program(URING_B3SUM), "--help"]).stdout.decode()
+    assert "(default: twice the queue depth)" in run([program(URING_B3SUM), "--help"]).stdout.decode()
+    article = run([program("liburing_b3sum_singlethread"), "--help"]).stdout.decode()
+    assert "(default 4)" in article and "(default: the queue depth)" in article
+
+
 def test_many_small_files_pipelined_through_one_ring(tmp_path):
     rng = random.Random(11)
     paths = []
