@@ -12,6 +12,7 @@ import argparse
 import json
 import shlex
 import sys
+from pathlib import Path
 from typing import Any
 
 from harness.config import ConfigError, load_config
@@ -66,6 +67,8 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="results", metavar="DIR", help="parent of run directories")
     r.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run")
     r.add_argument("--seed", type=int, help="shuffle seed (default: config's or random)")
+    r.add_argument("--report", action="store_true",
+                   help="then `ringsum report` the run directory (unless the run exits 2); the run's exit status is kept")
     p = sub.add_parser("plan", help="print the expanded commands and the estimated duration")
     p.add_argument("config")
     _add_file_args(p)
@@ -194,7 +197,19 @@ def _cmd_run(a: argparse.Namespace) -> int:
         return 2
     opts = Options(config_path=a.config, file=a.file, size=a.size, dir=a.dir, out=a.out,
                    rounds=a.rounds, resume=a.resume, warm=a.warm, bin_dir=a.bin_dir, seed=a.seed)
-    return run(opts)
+    if not a.report:
+        return run(opts)
+    from analysis.cli import run_report
+    from harness.check import measure
+
+    if a.resume:
+        run_dir, code = Path(a.resume), run(opts)
+    else:
+        run_dir, code = measure(opts)  # this run's own directory, whatever else is under --out
+    if code > 1:
+        return code
+    reported = run_report(argparse.Namespace(run_dirs=[str(run_dir)], out=None, trace_labels=None))
+    return code or reported
 
 
 def _cmd_check(a: argparse.Namespace) -> int:

@@ -337,3 +337,31 @@ def test_installed_uring_b3sum_defaults_do_not_leak_into_a_sweep(tmp_path: Path,
     assert p.returncode == 0, p.stderr
     rows = csv_rows(run_dirs(tmp_path / "r")[0] / "runs.csv")
     assert [r["hash_ok"] for r in rows] == ["True"]
+
+
+def test_report_flag_reports_this_run_even_beside_newer_directories(tmp_path: Path):
+    """`make sweep` runs `ringsum run --report`: the report lands in this run's directory, not in
+    whatever sorts last under --out (a `tune-...` directory, say), and a failed run keeps exit 1."""
+    out = tmp_path / "r"
+    (out / "tune-29991231T000000Z-later").mkdir(parents=True)
+    cfg = tmp_path / "c.toml"
+    for wrong, code in [("never", 0), ("always", 1)]:
+        hasher = fake_hasher(tmp_path / f"bin-{wrong}" / "fake_hasher", wrong=wrong)
+        cfg.write_text(f"""
+[run]
+rounds = 2
+trace = false
+[[hashers]]
+variant = "fake_hasher"
+path = "{hasher}"
+[baselines]
+cat = true
+""")
+        before = set(run_dirs(out))
+        p = ringsum("run", str(cfg), "--size", "1M", "--dir", str(tmp_path), "--out", str(out), "--report",
+                    *MODE_ARGS)
+        assert p.returncode == code, p.stderr
+        (rd,) = set(run_dirs(out)) - before
+        assert (rd / "report.html").is_file() and (rd / "summary.md").is_file()
+        assert f"report: {rd / 'report.html'}" in p.stdout
+    assert not any((out / "tune-29991231T000000Z-later").iterdir())
