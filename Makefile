@@ -34,6 +34,7 @@ LDLIBS  := -luring -ltbb -lstdc++ -pthread
 
 # Build flavours, each in its own tree so that they coexist.
 # blake3join links BLAKE3's own TBB join instead of hashers/parallel_hash.cpp, for `make bench`.
+# LIB_<flavour>: its BLAKE3 library, when not $(BLAKE3_LIB).
 FLAVOURS      := release notrace asan tsan faults blake3join
 DIR_release   := $(BUILD)
 DIR_notrace   := $(BUILD)/notrace
@@ -47,6 +48,7 @@ FLAGS_asan    := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-s
 FLAGS_tsan    := -O1 -fsanitize=thread
 FLAGS_faults  := -DRINGSUM_FAULTS
 FLAGS_blake3join :=
+LIB_blake3join := $(BLAKE3_JOIN_LIB)
 bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
 
 .PHONY: all deps deps-apt test test-sanitize bench sweep verify fuzz clean distclean
@@ -58,7 +60,7 @@ $(DIR_$(1))/obj/%.o: hashers/%.c $(HEADERS) | $(BLAKE3)/blake3.h /usr/include/li
 	$$(CC) $$(CFLAGS) $(FLAGS_$(1)) -c $$< -o $$@
 endef
 define link_rule
-$(DIR_$(1))/bin/$(BIN_$(2)): $(DIR_$(1))/obj/$(2).o $(foreach c,$(CORE),$(DIR_$(1))/obj/$(c).o) $(if $(filter blake3join,$(1)),$(BLAKE3_JOIN_LIB),$(BLAKE3_LIB))
+$(DIR_$(1))/bin/$(BIN_$(2)): $(DIR_$(1))/obj/$(2).o $(foreach c,$(CORE),$(DIR_$(1))/obj/$(c).o) $(or $(LIB_$(1)),$(BLAKE3_LIB))
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $(FLAGS_$(1)) $$^ -o $$@ $$(LDLIBS)
 endef
@@ -165,7 +167,7 @@ verify: deps-apt
 	bash hashers/model/verify.sh
 
 clean:
-	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/blake3 $(BUILD)/tests $(BUILD)/fuzz $(foreach f,notrace asan tsan faults blake3join,$(DIR_$(f)))
+	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/blake3 $(BUILD)/tests $(BUILD)/fuzz $(foreach f,$(filter-out release,$(FLAVOURS)),$(DIR_$(f)))
 
 distclean:
 	rm -rf $(BUILD) $(TOOLS) $(VENV)

@@ -26,8 +26,8 @@
  * different threads may race on them.
  *
  * Built with -DRINGSUM_BLAKE3_JOIN (build/blake3join/, for `make bench`),
- * both entry points are plain blake3_hasher_update_tbb() and BLAKE3's own
- * join is linked: the baseline this file is measured against.
+ * the join is left out, the entry points set nothing and BLAKE3's own join
+ * is linked: the baseline this file is measured against.
  */
 #include <sys/mman.h>
 
@@ -112,6 +112,12 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
       });
 }
 
+#else
+namespace {
+void set_grain(size_t, bool) {}  // BLAKE3's join has neither grain nor stage
+}  // namespace
+#endif  // RINGSUM_BLAKE3_JOIN
+
 // blake3_hasher_update_tbb() with the grain for this length: data already
 // in cache (a ring block, just read).
 extern "C" void hash_parallel(blake3_hasher *hasher, const void *data,
@@ -126,14 +132,3 @@ extern "C" void hash_mapped(blake3_hasher *hasher, const void *data,
   set_grain(len, true);
   blake3_hasher_update_tbb(hasher, data, len);
 }
-#else
-extern "C" void hash_parallel(blake3_hasher *hasher, const void *data,
-                              size_t len) noexcept {
-  blake3_hasher_update_tbb(hasher, data, len);
-}
-
-extern "C" void hash_mapped(blake3_hasher *hasher, const void *data,
-                            size_t len) noexcept {
-  blake3_hasher_update_tbb(hasher, data, len);
-}
-#endif  // RINGSUM_BLAKE3_JOIN

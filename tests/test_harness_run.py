@@ -87,6 +87,22 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def fake_and_cat_config(cfg: Path, variant: str, hasher: Path, knobs: str = "") -> Path:
+    """Two untraced rounds of one fake hasher group and cat."""
+    cfg.write_text(f"""
+[run]
+rounds = 2
+trace = false
+[[hashers]]
+variant = "{variant}"
+path = "{hasher}"
+{knobs}
+[baselines]
+cat = true
+""")
+    return cfg
+
+
 def test_full_run_directory(tmp_path: Path):
     hasher = fake_hasher(tmp_path / "bin" / "good hasher")
     cfg = tmp_path / "c.toml"
@@ -178,18 +194,7 @@ fio = {{ bs = ["128K"], iodepth = [2], direct = [true] }}
 
 def test_wrong_hash_fails_the_run(tmp_path: Path):
     bad = fake_hasher(tmp_path / "bad_hasher", wrong="always")
-    cfg = tmp_path / "c.toml"
-    cfg.write_text(f"""
-[run]
-rounds = 2
-trace = false
-[[hashers]]
-variant = "bad_hasher"
-path = "{bad}"
-block_size = "512K"
-[baselines]
-cat = true
-""")
+    cfg = fake_and_cat_config(tmp_path / "c.toml", "bad_hasher", bad, 'block_size = "512K"')
     out = tmp_path / "r"
     p = ringsum("run", str(cfg), "--size", "1M", "--dir", str(tmp_path), "--out", str(out), *MODE_ARGS)
     assert p.returncode == 1
@@ -344,19 +349,9 @@ def test_report_flag_reports_this_run_even_beside_newer_directories(tmp_path: Pa
     whatever sorts last under --out (a `tune-...` directory, say), and a failed run keeps exit 1."""
     out = tmp_path / "r"
     (out / "tune-29991231T000000Z-later").mkdir(parents=True)
-    cfg = tmp_path / "c.toml"
     for wrong, code in [("never", 0), ("always", 1)]:
         hasher = fake_hasher(tmp_path / f"bin-{wrong}" / "fake_hasher", wrong=wrong)
-        cfg.write_text(f"""
-[run]
-rounds = 2
-trace = false
-[[hashers]]
-variant = "fake_hasher"
-path = "{hasher}"
-[baselines]
-cat = true
-""")
+        cfg = fake_and_cat_config(tmp_path / "c.toml", "fake_hasher", hasher)
         before = set(run_dirs(out))
         p = ringsum("run", str(cfg), "--size", "1M", "--dir", str(tmp_path), "--out", str(out), "--report",
                     *MODE_ARGS)
