@@ -3,7 +3,7 @@
 
 BLAKE3_VERSION := 1.8.7
 B3SUM_VERSION  := 1.8.7
-APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time valgrind clang-14 libclang-rt-14-dev
+APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time valgrind linux-perf clang-14 libclang-rt-14-dev
 PYTHON         ?= python3
 
 BUILD   := build

@@ -15,7 +15,8 @@ Schema (all keys optional unless noted)::
     file_size = "1G"           # or a list; files generated in data_dir when no file is given
     data_dir = "build/data"    # relative to the repository root
     timeout_s = 120            # per timed execution; a hanging command is recorded as failed
-    trace = true               # one extra untimed run per hasher configuration with --trace
+    trace = true               # untimed runs per hasher configuration with --trace, which also
+    probes = 1                 #   record behaviour counters (harness/counters.py): how many
     seed = 1234                # shuffle seed (default: random, recorded in meta.json)
     bin_dir = "build/bin"      # hasher binaries; default $RINGSUM_BIN_DIR or build/bin
     resident_tolerance = 0.01  # resident fraction above which a cold run is flagged
@@ -246,6 +247,7 @@ class RunSettings:
     data_dir: str = "build/data"
     timeout_s: float = 120.0
     trace: bool = True
+    probes: int = 1  # traced executions per hasher configuration (behaviour counters)
     seed: int | None = None
     bin_dir: str | None = None
     resident_tolerance: float = 0.01
@@ -286,6 +288,7 @@ class Config:
                 "data_dir": self.run.data_dir,
                 "timeout_s": self.run.timeout_s,
                 "trace": self.run.trace,
+                "probes": self.run.probes,
                 "seed": self.run.seed,
                 "bin_dir": str(self.bin_dir()),
                 "resident_tolerance": self.run.resident_tolerance,
@@ -420,7 +423,7 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
 
 def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
     allowed = {"rounds", "runs_per_round", "cache", "file", "file_size", "data_dir", "timeout_s",
-               "trace", "seed", "bin_dir", "resident_tolerance", "nominal"}
+               "trace", "probes", "seed", "bin_dir", "resident_tolerance", "nominal"}
     ctx.check_keys(table, "run", allowed)
     kw: dict[str, Any] = {}
 
@@ -433,6 +436,7 @@ def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
 
     get("rounds", _posint)
     get("runs_per_round", _posint)
+    get("probes", _posint)
     get("trace", _bool)
 
     def cache(v: Any) -> str:

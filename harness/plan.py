@@ -299,7 +299,8 @@ def estimate(plan: Plan, config: Config) -> Estimate:
     over = config.run.nominal.overhead_s if plan.cache == "cold" else config.run.nominal.overhead_s * 0.6
     per_round = sum(estimate_execution_s(c, plan.cache, config) + over for c in plan.commands)
     timed = per_round * plan.rounds * plan.runs_per_round
-    traced = sum(estimate_execution_s(c, plan.cache, config) + over for c in plan.commands if c.trace_argv)
+    traced = config.run.probes * sum(estimate_execution_s(c, plan.cache, config) + over
+                                     for c in plan.commands if c.trace_argv)
     # reference b3sum (+ file generation at ~0.5 GB/s when needed) per file
     setup = sum(f.size / config.run.nominal.read_Bps + 1.0 + (f.size / 5e8 if f.generate else 0)
                 for f in plan.files)

@@ -35,7 +35,7 @@ from typing import Any, Callable, TextIO
 
 from harness import cache as cachemod
 from harness import results as res
-from harness import sysinfo, system
+from harness import counters, sysinfo, system
 from harness.config import HASHER_FLAGS, REPO_ROOT, Config, ConfigError, load_config  # noqa: F401 (re-export)
 from harness.fio import FioError, parse_fio_file
 from harness.plan import Command, FileSpec, Plan, build_plan, find_tool
@@ -284,6 +284,7 @@ class RunState:
     mismatches: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    count_syscalls: bool = False  # perf can count io_uring_enter here
 
 
 def _host() -> str:
@@ -433,11 +434,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
     return rec
 
 
-def traced_run(state: RunState, cmd: Command, progress: Progress) -> dict[str, Any]:
-    """One untimed run with --trace; checks the hash too."""
-    assert cmd.trace_argv is not None
-    trace = state.run_dir / "traces" / f"{cmd.slug}.csv"
-    trace.unlink(missing_ok=True)
+def _prepare_cache(state: RunState, cmd: Command) -> None:
     try:
         if state.plan.cache == "cold":
             cachemod.drop_caches(cmd.file)
@@ -445,16 +442,32 @@ def traced_run(state: RunState, cmd: Command, progress: Progress) -> dict[str, A
             cachemod.make_warm(cmd.file)
     except (cachemod.CacheError, OSError) as e:
         raise RunStopped(f"the page cache could not be prepared before the traced run of {cmd.label}: {e}") from None
+
+
+def traced_run(state: RunState, cmd: Command, progress: Progress) -> dict[str, Any]:
+    """run.probes untimed runs with --trace, each recording behaviour counters; checks the hash too."""
+    assert cmd.trace_argv is not None
+    trace = state.run_dir / "traces" / f"{cmd.slug}.csv"
+    out_path = state.run_dir / "raw" / f"{cmd.slug}.trace.out"
     argv = [a.replace("{TRACE}", str(trace)) for a in cmd.trace_argv]
-    rc, out, err = _run_group(argv, state.config.run.timeout_s)
-    got = parse_hash(out) if rc == 0 else None
-    ok = got == state.ref_hash[cmd.file]
+    for _ in range(state.config.run.probes):
+        trace.unlink(missing_ok=True)
+        row = counters.probe(cmd.label, argv, cmd.file, trace, out_path, state.config.run.timeout_s,
+                             lambda: _prepare_cache(state, cmd), state.count_syscalls)
+        counters.append(state.run_dir / counters.COUNTERS_CSV, row)
+        rc = row.exit_code
+        out = out_path.read_text(errors="replace")
+        got = parse_hash(out) if rc == 0 else None
+        ok = got == state.ref_hash[cmd.file]
+        if rc != 0 or not ok:
+            break
     row = {"label": cmd.label, "file": cmd.file,
            "trace": f"traces/{trace.name}" if trace.exists() else "",
            "exit_code": "" if rc is None else rc, "hash_ok": ok if rc == 0 else ""}
     if rc != 0:
+        err = Path(f"{out_path}.err").read_text(errors="replace").strip()
         why = ("timeout" if rc is None else f"killed by {signal.Signals(-rc).name}" if rc < 0 else
-               f"exit {rc}" + (f": {err.strip().splitlines()[-1]}" if err.strip() else ""))
+               f"exit {rc}" + (f": {err.splitlines()[-1]}" if err else ""))
         state.failures.append(f"traced run of {cmd.label}: {why}")
         text = f"trace {cmd.label}  FAILED ({why})"
     elif not ok:
@@ -680,6 +693,7 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO) -> i
     with system.timing_settings(_log) as settings:
         _record_settings(run_dir, settings)
         progress = Progress(len(to_trace) + len(todo), stream)
+        state.count_syscalls = bool(to_trace) and counters.perf_counts_enters()
         try:
             for c in to_trace:
                 check_space(run_dir)

@@ -23,6 +23,7 @@
 #include <sys/eventfd.h>
 #include <sys/uio.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ringsum.h"
@@ -34,6 +35,9 @@
 /*
  * Test builds only: RINGSUM_FAULTS="short:3,eagain:5,eintr:6,ecanceled:7,eio:9"
  * replaces the result of the Nth completion of each file (short: half the bytes, if more than one).
+ * The regressions that `ringsum check` must catch (docs/regression-check.md):
+ * slow:P spends P% more time, busy, as slower code would; depth:N ignores --queue-depth
+ * and keeps at most N reads unfinished; buffered:1 drops O_DIRECT.
  */
 static void parse_faults(struct ring *r)
 {
@@ -46,10 +50,17 @@ static void parse_faults(struct ring *r)
 	unsigned long long n;
 	int used;
 
+	clock_gettime(CLOCK_MONOTONIC, &r->fault_start);
 	while (spec && r->nr_faults < 16 && sscanf(spec, "%15[a-z]:%llu%n", name, &n, &used) == 2) {
 		for (unsigned i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 			if (!strcmp(name, kinds[i].name))
 				r->faults[r->nr_faults++] = (struct fault){ n, kinds[i].res };
+		if (!strcmp(name, "slow"))
+			r->slow_percent = n;
+		else if (!strcmp(name, "depth") && n > 0 && n < r->queue_depth)
+			r->queue_depth = n;
+		else if (!strcmp(name, "buffered") && n)
+			r->direct = false;
 		spec += used + (spec[used] == ',');
 	}
 }
@@ -61,9 +72,27 @@ static int inject_fault(struct ring *r, struct input *in, int res)
 			return r->faults[i].res ? r->faults[i].res : res > 1 ? res / 2 : res;
 	return res;
 }
+
+static double seconds_since(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - start->tv_sec) + (now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+/* Busy, not asleep: a slower hash or copy costs CPU time too. */
+static void inject_slowdown(struct ring *r)
+{
+	double until = seconds_since(&r->fault_start) * (1 + r->slow_percent / 100.0);
+
+	while (r->slow_percent && seconds_since(&r->fault_start) < until)
+		;
+}
 #else
 static void parse_faults(struct ring *r) { (void)r; }
 static int inject_fault(struct ring *r, struct input *in, int res) { (void)r; (void)in; return res; }
+static void inject_slowdown(struct ring *r) { (void)r; }
 #endif
 
 static const unsigned droppable_setup_flags[] = {
@@ -140,9 +169,9 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	for (unsigned i = 0; i < r->nr_cells; i++)
 		r->cells[i].buf = r->memory + (size_t)i * r->block_size;
 
+	parse_faults(r);
 	if (!v->uses_uring)
 		return 0;
-	parse_faults(r);
 	ret = setup_uring(r, v->setup_flags | (opts->sqpoll ? IORING_SETUP_SQPOLL : 0) |
 			  (r->iopoll ? IORING_SETUP_IOPOLL : 0));
 	if (ret < 0)
@@ -166,6 +195,7 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 
 void ring_teardown(struct ring *r)
 {
+	inject_slowdown(r);
 	if (r->have_uring)
 		io_uring_queue_exit(&r->uring);
 	if (r->eventfd >= 0)

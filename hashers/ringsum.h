@@ -153,6 +153,8 @@ struct ring {
 #ifdef RINGSUM_FAULTS
 	struct fault { uint64_t completion; int res; } faults[16];
 	unsigned nr_faults;
+	unsigned long long slow_percent;
+	struct timespec fault_start;
 #endif
 
 	/* waking a sleeping producer or consumer (the multithreaded variant) */

@@ -1,0 +1,294 @@
+"""Behaviour counters of a hasher execution: what it did, not how long it took.
+
+Wall time on a shared VM is noisy; what a program does to get there mostly is not. An I/O
+regression (pipelining lost, queue depth ignored, O_DIRECT dropped) shows in these counters
+exactly, where wall time would need many rounds to see it:
+
+  reads           completions reaped (the hasher's --trace): blocks and retries
+  mean_in_flight  requests in flight, time-weighted over the consumer runs (--trace)
+  uring_enters    io_uring_enter system calls (perf's syscalls tracepoint)
+  read_bytes      bytes the process made the block layer read (/proc/PID/io)
+  ctx_switches    voluntary + involuntary context switches (rusage, through GNU time)
+  minor_faults    minor page faults (rusage)
+  max_rss_kib     peak resident set (rusage)
+  resident_after  fraction of the file in the page cache afterwards (O_DIRECT leaves none)
+
+`probe()` runs one untimed execution under GNU time (rusage; /proc/PID/io read before the
+zombie is reaped) and, when perf's tracepoint works, a second one under `perf stat` for the
+system call count. `compare()` judges two sets of probes counter by counter: the median of each
+side, a tolerance per counter measured on this VM (docs/regression-check.md), and a direction
+in which a change is a regression.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from statistics import median
+from typing import Callable
+
+from harness import cache as cachemod
+
+COUNTERS_CSV = "counters.csv"
+ENTER_EVENT = "syscalls:sys_enter_io_uring_enter"
+
+
+@dataclass
+class Counters:
+    """One probe execution of one command: a row of counters.csv."""
+
+    label: str
+    file: str
+    exit_code: int | None
+    reads: int | None
+    mean_in_flight: float | None
+    uring_enters: int | None
+    read_bytes: int | None
+    ctx_switches: int | None
+    minor_faults: int | None
+    max_rss_kib: int | None
+    resident_after: float | None
+
+
+COLUMNS = [f.name for f in fields(Counters)]
+MEASURES = COLUMNS[COLUMNS.index("reads"):]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a counter's median may move before it is a change, and which way is worse.
+    A change must exceed both the relative and the absolute bound."""
+
+    relative: float
+    absolute: float
+    worse: str  # "up", "down" or "either"
+
+
+# Measured on the 2-core VM over repeated probes of unchanged builds (docs/regression-check.md):
+# reads, read_bytes, faults and RSS move by a few per cent at most; system calls, context
+# switches and in-flight depend on timing and get room accordingly.
+TOLERANCES: dict[str, Tolerance] = {
+    "reads": Tolerance(0.05, 2, "up"),
+    "mean_in_flight": Tolerance(0.35, 0.5, "down"),
+    "uring_enters": Tolerance(0.60, 8, "up"),
+    "read_bytes": Tolerance(0.15, 2 << 20, "up"),
+    "ctx_switches": Tolerance(1.50, 60, "up"),
+    "minor_faults": Tolerance(0.25, 200, "up"),
+    "max_rss_kib": Tolerance(0.25, 4096, "up"),
+    "resident_after": Tolerance(0.0, 0.5, "either"),
+}
+
+
+def trace_figures(trace: Path) -> tuple[int | None, float | None]:
+    """(completions reaped, time-weighted mean in flight) from a hasher's --trace CSV."""
+    try:
+        with trace.open(newline="") as f:
+            rows = [(int(r["time_ns"]), int(r["in_flight"]), int(r["reaped"])) for r in csv.DictReader(f)]
+    except (OSError, KeyError, ValueError):
+        return None, None
+    if not rows:
+        return None, None
+    reads = sum(r[2] for r in rows)
+    span = rows[-1][0] - rows[0][0]
+    if span <= 0:
+        return reads, float(rows[0][1])
+    weighted = sum(a[1] * (b[0] - a[0]) for a, b in zip(rows, rows[1:]))
+    return reads, weighted / span
+
+
+def _proc_io(pid: int) -> dict[str, int]:
+    try:
+        text = Path(f"/proc/{pid}/io").read_text()
+    except OSError:
+        return {}
+    return {k: int(v) for k, v in (line.split(": ") for line in text.splitlines() if ": " in line)}
+
+
+TIME_FORMAT = "ringsum-probe %x %M %c %w %R"
+
+
+@dataclass
+class _Child:
+    exit_code: int | None  # None: killed at the timeout
+    read_bytes: int | None
+    max_rss_kib: int | None
+    ctx_switches: int | None
+    minor_faults: int | None
+
+
+def _run_child(argv: list[str], timeout: float, out: Path) -> _Child:
+    """Run argv under GNU time (stdout to `out`, stderr to `out`.err). The rusage comes from time,
+    whose small process forks the command: a child forked from this Python would carry Python's
+    peak RSS across its exec. read_bytes comes from time's /proc/PID/io, read while it is a
+    zombie, to which the kernel added its reaped child's."""
+    report = Path(f"{out}.rusage")
+    with open(out, "wb") as stdout, open(f"{out}.err", "wb") as stderr:
+        pid = os.posix_spawnp("time", ["time", "-f", TIME_FORMAT, "-o", str(report), *argv],
+                              dict(os.environ), setsid=True, file_actions=[
+                                  (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+                                  (os.POSIX_SPAWN_DUP2, stdout.fileno(), 1),
+                                  (os.POSIX_SPAWN_DUP2, stderr.fileno(), 2)])
+    killed = threading.Event()
+
+    def kill() -> None:
+        killed.set()
+        os.killpg(pid, signal.SIGKILL)
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        io = _proc_io(pid)
+        os.waitpid(pid, 0)
+    except BaseException:
+        os.killpg(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
+    finally:
+        timer.cancel()
+    fields = next((line.split()[1:] for line in report.read_text(errors="replace").splitlines()
+                   if line.startswith("ringsum-probe ")), None) if report.exists() else None
+    report.unlink(missing_ok=True)
+    if killed.is_set() or not fields or len(fields) != 5:
+        return _Child(None, None, None, None, None)
+    code, rss, involuntary, voluntary, minor = (int(x) for x in fields)
+    return _Child(code, io.get("read_bytes"), rss, involuntary + voluntary, minor)
+
+
+def perf_counts_enters() -> bool:
+    """perf can count the io_uring_enter tracepoint here (root, tracefs, perf installed)."""
+    if shutil.which("perf") is None:
+        return False
+    r = subprocess.run(["perf", "stat", "-x,", "-e", ENTER_EVENT, "true"], capture_output=True, text=True)
+    return r.returncode == 0 and "<not supported>" not in r.stderr
+
+
+def count_enters(argv: list[str], timeout: float) -> int | None:
+    with tempfile.NamedTemporaryFile("r", suffix=".perf") as f:
+        try:
+            r = subprocess.run(["perf", "stat", "-x,", "-o", f.name, "-e", ENTER_EVENT, "--", *argv],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        if r.returncode != 0:
+            return None
+        for line in f.read().splitlines():
+            cells = line.split(",")
+            if len(cells) > 2 and cells[2] == ENTER_EVENT and cells[0].isdigit():
+                return int(cells[0])
+    return None
+
+
+def probe(label: str, argv: list[str], file: str, trace: Path | None, out: Path, timeout: float,
+          prepare: Callable[[], None], count_syscalls: bool) -> Counters:
+    """One probe of argv (stdout to `out`, stderr to `out`.err): prepare() the page cache first, and again
+    before the perf execution when count_syscalls."""
+    prepare()
+    child = _run_child(argv, timeout, out)
+    code = child.exit_code
+    reads, in_flight = trace_figures(trace) if trace is not None and trace.exists() else (None, None)
+    try:
+        resident: float | None = cachemod.resident_fraction(file)[0]
+    except OSError:
+        resident = None
+    enters = None
+    if count_syscalls and code == 0:
+        prepare()
+        enters = count_enters(argv, timeout)  # its trace replaces the first's, already read
+    return Counters(label=label, file=file, exit_code=code, reads=reads, mean_in_flight=in_flight,
+                    uring_enters=enters, read_bytes=child.read_bytes, ctx_switches=child.ctx_switches,
+                    minor_faults=child.minor_faults, max_rss_kib=child.max_rss_kib,
+                    resident_after=resident)
+
+
+# --- counters.csv ---
+
+def append(path: Path, row: Counters) -> None:
+    new = not path.exists() or path.stat().st_size == 0
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        if new:
+            w.writeheader()
+        w.writerow({k: "" if v is None else v for k, v in asdict(row).items()})
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read(path: Path) -> list[Counters]:
+    if not path.is_file():
+        return []
+    out = []
+    with path.open(newline="") as f:
+        for r in csv.DictReader(f):
+            def num(k: str) -> float | None:
+                v = r.get(k, "")
+                return None if v in ("", None) else float(v)
+            vals = {k: num(k) for k in MEASURES}
+            out.append(Counters(label=r["label"], file=r["file"],
+                                exit_code=None if r["exit_code"] == "" else int(r["exit_code"]),
+                                **{k: (int(v) if v is not None and k not in ("mean_in_flight", "resident_after")
+                                       else v) for k, v in vals.items()}))  # type: ignore[arg-type]
+    return out
+
+
+# --- comparison ---
+
+@dataclass
+class CounterChange:
+    label: str
+    counter: str
+    baseline: float
+    current: float
+    verdict: str  # "regression", "improvement", "no change"
+
+    @property
+    def change(self) -> str:
+        if self.baseline == 0:
+            return f"{self.current - self.baseline:+g}"
+        return f"{(self.current / self.baseline - 1) * 100:+.1f}%"
+
+
+def medians(rows: list[Counters]) -> dict[str, dict[str, float]]:
+    """label -> counter -> median over that label's successful probes."""
+    by_label: dict[str, list[Counters]] = {}
+    for r in rows:
+        if r.exit_code == 0:
+            by_label.setdefault(r.label, []).append(r)
+    out: dict[str, dict[str, float]] = {}
+    for label, rs in by_label.items():
+        out[label] = {}
+        for k in MEASURES:
+            vals = [getattr(r, k) for r in rs if getattr(r, k) is not None]
+            if vals:
+                out[label][k] = float(median(vals))
+    return out
+
+
+def judge(counter: str, baseline: float, current: float) -> str:
+    tol = TOLERANCES[counter]
+    delta = current - baseline
+    if abs(delta) <= tol.absolute or abs(delta) <= tol.relative * abs(baseline):
+        return "no change"
+    if tol.worse == "either" or (delta > 0) == (tol.worse == "up"):
+        return "regression"
+    return "improvement"
+
+
+def compare(baseline: dict[str, dict[str, float]], current: dict[str, dict[str, float]]) -> list[CounterChange]:
+    """Every counter that both sides have, for every label on both sides."""
+    out = []
+    for label, cur in current.items():
+        base = baseline.get(label)
+        if base is None:
+            continue
+        for k in MEASURES:
+            if k in base and k in cur:
+                out.append(CounterChange(label, k, base[k], cur[k], judge(k, base[k], cur[k])))
+    return out
