@@ -51,7 +51,7 @@ FLAGS_blake3join :=
 LIB_blake3join := $(BLAKE3_JOIN_LIB)
 bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
 
-.PHONY: all deps deps-apt test test-sanitize bench sweep verify fuzz clean distclean
+.PHONY: all deps deps-apt test test-sanitize bench sweep check-power verify fuzz clean distclean
 all: $(call bins,release)
 
 define compile_rule
@@ -157,6 +157,11 @@ bench: deps all $(call bins,notrace) $(call bins,blake3join)
 # A run that exits 1 (some executions failed) still gets its report; the exit status is kept.
 sweep: deps all
 	$(VENV)/bin/ringsum run $(SWEEP_CONFIG) --file $(SWEEP_FILE) --size 1G --out results --report
+
+# The regression check's detection and false-alarm rates (docs/regression-check.md): about
+# 30-40 minutes; POWER_ARGS="--repeats 5" for a quick look.
+check-power: deps all $(call bins,faults)
+	$(VENV)/bin/python -m harness.power $(POWER_ARGS)
 
 # libFuzzer on the option parser for FUZZ_SECONDS (tests/test_fuzz_options.py builds the target).
 FUZZ_SECONDS ?= 300

@@ -3,20 +3,28 @@
 Pipeline: load both run directories -> align commands by label -> normalise -> bootstrap the
 ratio of medians -> verdicts -> text table, Markdown, JUnit XML.
 
-Figures (each a ratio of medians over a command's executions):
+Figures:
+  paired  A/B in one run (`--against BIN_DIR`): the median over rounds of the command's time
+        divided by its baseline build's time in the same round; the two share every round, so
+        the drift of a shared VM cancels. The primary figure whenever the run has it.
+Across two runs, each a ratio of medians over a command's executions:
   cat   median wall time / median wall time of `cat FILE` in the same rounds (the rounds are
         shuffled and interleaved, so a slow stretch of the disk hits both); the primary figure,
         because cat reads the same file through the same cold path
   fio   the same with fio's own read time (`read.runtime`, ms resolution) of the best fio
         command (by median)
   raw   median wall time, only when both runs have the same machine fingerprint
-The verdict rests on the first of cat, fio, raw that both runs have for a command. Medians are
+The verdict rests on the first of paired, cat, fio, raw that the command has. Medians are
 taken before dividing: one execution's spike (common on a shared VM) then moves neither.
 
 Decision: a percentile bootstrap (seeded; rounds resampled with their reference) of
 figure(current) / figure(baseline); a regression
 only when the whole interval lies above 1 + threshold, an improvement only when it lies below
 1 - threshold, otherwise "no change".
+
+Behaviour counters (harness/counters.py: reads, in-flight, io_uring_enter calls, read bytes,
+context switches, page faults, peak RSS, residency) of each hasher's probes, compared median to
+median within measured tolerances: an I/O regression shows there exactly.
 
 Deterministic companion: user-space instructions of hashing a hot file, counted with valgrind's
 callgrind (perf's hardware counters are used when they work), compared with a tolerance.
@@ -32,19 +40,21 @@ import subprocess
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from xml.etree import ElementTree as ET
 
 import numpy as np
 
+from harness import counters as ctr
 from harness import results as res
+from harness.config import BASELINE_PREFIX
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_CONFIDENCE = 0.95
 RESAMPLES = 10_000
 SEED = 20230701
 MIN_RUNS = 3  # ok executions per command on each side
-FIGURES = ("cat", "fio", "raw")  # in order of preference for the verdict
+FIGURES = ("paired", "cat", "fio", "raw")  # in order of preference for the verdict
 REFERENCE_TOOLS = ("cat", "fio")
 INSTRUCTIONS_JSON = "instructions.json"
 DEFAULT_INSTRUCTION_TOLERANCE = 0.01
@@ -80,6 +90,7 @@ class Sample:
 
     time: np.ndarray
     reference: np.ndarray
+    keys: list[tuple[str, int]] = field(default_factory=list)  # (file, round) of each execution
 
     def __len__(self) -> int:
         return len(self.time)
@@ -105,6 +116,7 @@ class RunData:
     runs: Any  # pandas DataFrame (harness.results.read_runs)
     samples: dict[str, dict[str, Sample]]  # label -> figure -> executions
     failures: dict[str, str]  # label -> why (failed execution, hash mismatch)
+    counters: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> counter -> median
 
 
 @dataclass
@@ -150,6 +162,7 @@ class Report:
     comparisons: list[Comparison]
     instructions: list[InstructionComparison] = field(default_factory=list)
     instruction_tolerance: float = DEFAULT_INSTRUCTION_TOLERANCE
+    counters: list[ctr.CounterChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -158,12 +171,12 @@ class Report:
             self.baseline.fingerprint_id == self.current.fingerprint_id
 
     def count(self, verdict: str) -> int:
-        return sum(1 for c in [*self.comparisons, *self.instructions] if c.verdict == verdict)
+        return sum(1 for c in [*self.comparisons, *self.instructions, *self.counters] if c.verdict == verdict)
 
     @property
     def exit_code(self) -> int:
         """0 no regression; 1 a regression or a failed command; 2 something could not be compared."""
-        verdicts = [c.verdict for c in [*self.comparisons, *self.instructions]]
+        verdicts = [c.verdict for c in [*self.comparisons, *self.instructions, *self.counters]]
         if any(v in BAD for v in verdicts):
             return 1
         judged = [c for c in self.comparisons if c.verdict not in (REFERENCE, ONLY_BASELINE, ONLY_CURRENT)]
@@ -218,7 +231,7 @@ def load_run(path: str | Path) -> RunData:
         ok = g[ok_mask[g.index]]
         keys = list(zip(ok["file"].astype(str), ok["round"].astype(int)))
         wall = ok["wall_s"].to_numpy(dtype=float)
-        figs = {"raw": Sample(wall, np.ones_like(wall))}
+        figs = {"raw": Sample(wall, np.ones_like(wall), keys)}
         for name, ref in refs.items():
             have = [k in ref for k in keys]
             figs[name] = Sample(wall[have], np.array([ref[k] for k in keys if k in ref], dtype=float))
@@ -226,7 +239,33 @@ def load_run(path: str | Path) -> RunData:
     caches = set(runs["cache"].dropna().unique())
     return RunData(path=p, fingerprint_id=(meta.get("fingerprint") or {}).get("fingerprint_id"),
                    cache=caches.pop() if len(caches) == 1 else None, runs=runs,
-                   samples=samples, failures=failures)
+                   samples=samples, failures=failures,
+                   counters=ctr.medians(ctr.read(p / ctr.COUNTERS_CSV)))
+
+
+def is_ab_run(run: RunData) -> bool:
+    """A run with a baseline build beside the current one (`--against`)."""
+    return any(label.startswith(BASELINE_PREFIX) for label in run.samples)
+
+
+def select(run: RunData, rename: Callable[[str], str | None]) -> RunData:
+    """The commands of `run` that rename() gives a new label (None: left out), under it."""
+    def pick(d: dict[str, Any]) -> dict[str, Any]:
+        return {new: v for k, v in d.items() if (new := rename(k)) is not None}
+
+    labels = [rename(str(lbl)) for lbl in run.runs["label"]]
+    rows = run.runs[[lbl is not None for lbl in labels]].copy()
+    rows["label"] = [lbl for lbl in labels if lbl is not None]
+    return dataclasses.replace(run, runs=rows, samples=pick(run.samples), failures=pick(run.failures),
+                               counters=pick(run.counters))
+
+
+def split_ab(run: RunData) -> tuple[RunData, RunData]:
+    """(baseline, current) halves of an A/B run: the BASELINE_PREFIX commands, renamed to their
+    twins' labels, and everything else. Both keep the run's path: compare() pairs them by round."""
+    n = len(BASELINE_PREFIX)
+    return (select(run, lambda lbl: lbl[n:] if lbl.startswith(BASELINE_PREFIX) else None),
+            select(run, lambda lbl: None if lbl.startswith(BASELINE_PREFIX) else lbl))
 
 
 # --- statistics ---
@@ -239,6 +278,29 @@ def bootstrap_ratio(baseline: Sample, current: Sample, confidence: float, resamp
     tail = (1 - confidence) / 2
     low, high = np.quantile(ratios, [tail, 1 - tail])
     return current.value / baseline.value, float(low), float(high)
+
+
+def _by_key(sample: Sample) -> dict[tuple[str, int], float]:
+    times: dict[tuple[str, int], list[float]] = {}
+    for k, t in zip(sample.keys, sample.time):
+        times.setdefault(k, []).append(float(t))
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def paired_ratio(baseline: Sample, current: Sample, confidence: float, resamples: int,
+                 rng: np.random.Generator) -> tuple[float, float, float, float, float, int]:
+    """(median baseline time, median current time, median per-round ratio current/baseline,
+    low, high, rounds): the ratio of each round in which both ran, and a percentile bootstrap
+    interval of its median. Rounds are the unit: a spike moves one ratio, not the median."""
+    b, c = _by_key(baseline), _by_key(current)
+    keys = [k for k in c if k in b]
+    ratios = np.array([c[k] / b[k] for k in keys])
+    idx = rng.integers(0, len(ratios), size=(resamples, len(ratios)))
+    boot = np.median(ratios[idx], axis=1)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(boot, [tail, 1 - tail])
+    return (float(np.median([b[k] for k in keys])), float(np.median([c[k] for k in keys])),
+            float(np.median(ratios)), float(low), float(high), len(keys))
 
 
 def decide(low: float, high: float, threshold: float) -> str:
@@ -267,7 +329,12 @@ def compare_command(label: str, baseline: RunData, current: RunData, settings: S
         cmp.verdict, cmp.reason = NOT_COMPARABLE, "different file sizes"
         return cmp
     rng = np.random.default_rng([settings.seed, zlib.crc32(label.encode())])
-    for fig in FIGURES:
+    if baseline.path == current.path:  # the halves of one A/B run: paired by round
+        base, cur, ratio, low, high, n = paired_ratio(b["raw"], c["raw"], settings.confidence,
+                                                      settings.resamples, rng)
+        if n >= settings.min_runs:
+            cmp.estimates["paired"] = Estimate("paired", base, cur, ratio, low, high)
+    for fig in FIGURES[1:]:
         if fig == "raw" and not fingerprint_match:
             continue
         if len(b[fig]) >= settings.min_runs and len(c[fig]) >= settings.min_runs:
@@ -295,7 +362,9 @@ def compare(baseline: RunData, current: RunData, settings: Settings) -> Report:
     if baseline.cache and current.cache and baseline.cache != current.cache:
         raise CheckError(f"cache modes differ: baseline {baseline.cache}, current {current.cache}")
     report = Report(baseline=baseline, current=current, settings=settings, comparisons=[])
-    if not report.fingerprint_match:
+    if baseline.path == current.path:
+        report.notes.append("A/B run: each command against its baseline build in the same rounds")
+    elif not report.fingerprint_match:
         report.notes.append(f"machine fingerprints differ ({baseline.fingerprint_id} vs "
                             f"{current.fingerprint_id}): raw times not compared")
     for label in current.samples:
@@ -311,6 +380,9 @@ def compare(baseline: RunData, current: RunData, settings: Settings) -> Report:
                                                  baseline_n=len(baseline.samples[label]["raw"])))
     last = (REFERENCE, ONLY_CURRENT, ONLY_BASELINE)  # judged commands first, in the run's order
     report.comparisons.sort(key=lambda c: last.index(c.verdict) + 1 if c.verdict in last else 0)
+    judged = {c.label for c in report.comparisons if c.verdict not in last}
+    report.counters = ctr.compare({k: v for k, v in baseline.counters.items() if k in judged},
+                                  current.counters)
     return report
 
 
@@ -437,7 +509,7 @@ def _interval(e: Estimate) -> str:
 
 
 def _value(fig: str, v: float) -> str:
-    return f"{v * 1000:.2f} ms" if fig == "raw" else f"{v:.3f}"
+    return f"{v * 1000:.2f} ms" if fig in ("paired", "raw") else f"{v:.3f}"
 
 
 def _row(c: Comparison) -> dict[str, str]:
@@ -448,7 +520,7 @@ def _row(c: Comparison) -> dict[str, str]:
     row = {"command": c.label, "figure": "-", "baseline": "-", "current": "-", "change": "-",
            "interval": "-", "verdict": c.verdict + (f" ({c.reason})" if c.reason else "")}
     if e is not None:
-        row.update(figure="÷" + e.figure if e.figure != "raw" else "raw",
+        row.update(figure="÷" + e.figure if e.figure in ("cat", "fio") else e.figure,
                    baseline=_value(e.figure, e.baseline), current=_value(e.figure, e.current),
                    change=_pct(e.ratio), interval=_interval(e))
     for fig in FIGURES:
@@ -457,8 +529,9 @@ def _row(c: Comparison) -> dict[str, str]:
     return row
 
 
-COLUMNS = ("command", "figure", "baseline", "current", "change", "interval", "verdict", "cat", "fio", "raw")
-HEADERS = {"cat": "÷cat", "fio": "÷fio", "raw": "raw"}
+COLUMNS = ("command", "figure", "baseline", "current", "change", "interval", "verdict",
+           "paired", "cat", "fio", "raw")
+HEADERS = {"paired": "paired", "cat": "÷cat", "fio": "÷fio", "raw": "raw"}
 
 
 def _summary_line(report: Report) -> str:
@@ -472,10 +545,25 @@ def _header_lines(report: Report) -> list[str]:
     return [
         f"baseline: {report.baseline.path} (fingerprint {report.baseline.fingerprint_id})",
         f"current:  {report.current.path} (fingerprint {report.current.fingerprint_id})",
-        f"figure for the verdict: first of ÷cat, ÷fio, raw available; threshold ±{s.threshold * 100:g}%, "
-        f"{s.confidence * 100:g}% bootstrap interval of the ratio of medians ({s.resamples} resamples, "
-        f"seed {s.seed})",
+        f"figure for the verdict: first of paired, ÷cat, ÷fio, raw available; threshold ±{s.threshold * 100:g}%, "
+        f"{s.confidence * 100:g}% bootstrap interval of the median per-round ratio (paired) or the ratio "
+        f"of medians ({s.resamples} resamples, seed {s.seed})",
     ]
+
+
+def _counter_rows(report: Report) -> list[tuple[str, str, str, str, str, str]]:
+    """(command, counter, baseline, current, change, verdict) of every counter out of tolerance."""
+    def num(v: float) -> str:
+        return f"{v:.3g}" if v != int(v) else f"{int(v)}"
+
+    return [(c.label, c.counter, num(c.baseline), num(c.current), c.change, c.verdict)
+            for c in report.counters if c.verdict != NO_CHANGE]
+
+
+def _counter_summary(report: Report) -> str:
+    labels = {c.label for c in report.counters}
+    return (f"behaviour counters: {len(report.counters)} compared over {len(labels)} commands, "
+            f"{len(_counter_rows(report))} out of tolerance (harness/counters.py TOLERANCES)")
 
 
 def format_table(report: Report) -> str:
@@ -492,6 +580,10 @@ def format_table(report: Report) -> str:
         return "  ".join(cells).rstrip()
 
     out = _header_lines(report) + ["", line(head), *(line(r) for r in rows)]
+    if report.counters:
+        out += ["", _counter_summary(report)]
+        out += [f"  {cmd}  {name}: {b} -> {c} ({change})  {verdict}"
+                for cmd, name, b, c, change, verdict in _counter_rows(report)]
     if report.instructions:
         out += ["", f"instructions (tolerance ±{report.instruction_tolerance * 100:g}%):"]
         for i in report.instructions:
@@ -518,6 +610,12 @@ def format_markdown(report: Report) -> str:
         if c.verdict in BAD:
             r["verdict"] = f"**{r['verdict']}**"
         out.append("| " + " | ".join(_md_escape(r[k]) for k in COLUMNS) + " |")
+    if report.counters:
+        out += ["", _md_escape(_counter_summary(report))]
+        if _counter_rows(report):
+            out += ["", "| command | counter | baseline | current | change | verdict |",
+                    "|---|---|---:|---:|---:|---|"]
+            out += ["| " + " | ".join(_md_escape(x) for x in r) + " |" for r in _counter_rows(report)]
     if report.instructions:
         out += ["", f"Instructions (user space, tolerance ±{report.instruction_tolerance * 100:g}%):", "",
                 "| hasher | baseline | current | change | verdict |", "|---|---:|---:|---:|---|"]
@@ -536,6 +634,8 @@ def format_junit(report: Report) -> str:
     cases: list[tuple[str, str, str, str]] = [
         ("ringsum.check", c.label, c.verdict, f"{c.verdict}: {_row(c)['change']} {_row(c)['interval']}"
          + (f" ({c.reason})" if c.reason else "")) for c in report.comparisons]
+    cases += [("ringsum.counters", f"{c.label}: {c.counter}", c.verdict,
+               f"{c.verdict}: {c.baseline:g} -> {c.current:g} ({c.change})") for c in report.counters]
     cases += [("ringsum.instructions", i.variant, i.verdict,
                f"{i.verdict}: {i.baseline} -> {i.current}" + (f" ({i.reason})" if i.reason else ""))
               for i in report.instructions]

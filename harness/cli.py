@@ -67,6 +67,9 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", default="results", metavar="DIR", help="parent of run directories")
     r.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run")
     r.add_argument("--seed", type=int, help="shuffle seed (default: config's or random)")
+    r.add_argument("--against", metavar="BIN_DIR",
+                   help="also run every hasher from BIN_DIR (a baseline build), labelled baseline:..., "
+                        "in the same rounds (A/B; `ringsum check --against` judges such a run)")
     r.add_argument("--report", action="store_true",
                    help="then `ringsum report` the run directory (unless the run exits 2); the run's exit status is kept")
     p = sub.add_parser("plan", help="print the expanded commands and the estimated duration")
@@ -95,8 +98,12 @@ def _add_check_parsers(sub: Any) -> None:
     from harness import check
 
     c = sub.add_parser("check", help="compare a run with a baseline run; exit 1 on a regression")
-    c.add_argument("--baseline", required=True, metavar="RUN_DIR|NAME",
-                   help="a run directory, or a baseline saved for this machine (a name, or `latest`)")
+    against = c.add_mutually_exclusive_group(required=True)
+    against.add_argument("--baseline", metavar="RUN_DIR|NAME",
+                         help="a run directory, or a baseline saved for this machine (a name, or `latest`)")
+    against.add_argument("--against", metavar="BIN_DIR",
+                         help="A/B: run the config's hashers from --bin-dir and from BIN_DIR (the baseline "
+                              "build) in the same rounds, and compare them round by round (needs --config)")
     current = c.add_mutually_exclusive_group(required=True)
     current.add_argument("--current", metavar="RUN_DIR", help="compare this finished run")
     current.add_argument("--config", metavar="CONFIG", help="run this config now and compare it")
@@ -191,12 +198,13 @@ def _cmd_run(a: argparse.Namespace) -> int:
     if a.config is None and a.resume is None:
         print("ringsum: run needs a CONFIG (or --resume RUN_DIR)", file=sys.stderr)
         return 2
-    if a.resume and (a.file or a.size or a.rounds or a.warm or a.bin_dir):
-        print("ringsum: --resume takes the run's own settings; drop --file/--size/--rounds/--warm/--bin-dir",
+    if a.resume and (a.file or a.size or a.rounds or a.warm or a.bin_dir or a.against):
+        print("ringsum: --resume takes the run's own settings; drop --file/--size/--rounds/--warm/--bin-dir/--against",
               file=sys.stderr)
         return 2
     opts = Options(config_path=a.config, file=a.file, size=a.size, dir=a.dir, out=a.out,
-                   rounds=a.rounds, resume=a.resume, warm=a.warm, bin_dir=a.bin_dir, seed=a.seed)
+                   rounds=a.rounds, resume=a.resume, warm=a.warm, bin_dir=a.bin_dir, seed=a.seed,
+                   against=a.against)
     if not a.report:
         return run(opts)
     from analysis.cli import run_report
@@ -219,22 +227,31 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
     settings = check.Settings(threshold=a.threshold, confidence=a.confidence, resamples=a.resamples,
                               min_runs=a.min_runs)
-    base_dir = baseline.find(a.baseline, sysinfo.fingerprint(a.file)["fingerprint_id"])
-    base = check.load_run(base_dir)
+    if a.against is not None and a.config is None:
+        raise check.CheckError("--against runs both builds now: it needs --config")
+    if a.against is not None and not Path(a.against).is_dir():
+        raise check.CheckError(f"--against {a.against}: not a directory of hasher binaries")
+    base_dir = None if a.against else baseline.find(a.baseline, sysinfo.fingerprint(a.file)["fingerprint_id"])
     if a.config:
         from harness.run import Options
 
         opts = Options(config_path=a.config, file=a.file, size=a.size, dir=a.dir, out=a.out,
-                       rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir)
+                       rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir, against=a.against)
         current_dir, _code = check.measure(opts)  # failed executions become "failed" verdicts
     else:
         current_dir = Path(a.current)
-    report = check.compare(base, check.load_run(current_dir), settings)
+    current = check.load_run(current_dir)
+    if a.against:
+        base, current = check.split_ab(current)
+    else:
+        assert base_dir is not None
+        base = check.load_run(base_dir)
+    report = check.compare(base, current, settings)
     if a.instructions:
         now = check.instructions_now(Path(a.bin_dir) if a.bin_dir else None)
+        before = check.instructions_now(Path(a.against)) if a.against else check.read_instructions(base_dir)
         report.instruction_tolerance = a.instruction_tolerance
-        report.instructions = check.compare_instructions(check.read_instructions(base_dir), now,
-                                                         a.instruction_tolerance)
+        report.instructions = check.compare_instructions(before, now, a.instruction_tolerance)
     print(check.format_table(report), end="")
     check.write_outputs(report, Path(a.markdown) if a.markdown else None, Path(a.junit) if a.junit else None)
     return report.exit_code

@@ -17,6 +17,7 @@ Schema (all keys optional unless noted)::
     timeout_s = 120            # per timed execution; a hanging command is recorded as failed
     trace = true               # untimed runs per hasher configuration with --trace, which also
     probes = 1                 #   record behaviour counters (harness/counters.py): how many
+    probe_cache = "cold"       # page cache before those runs (default: as `cache`)
     seed = 1234                # shuffle seed (default: random, recorded in meta.json)
     bin_dir = "build/bin"      # hasher binaries; default $RINGSUM_BIN_DIR or build/bin
     resident_tolerance = 0.01  # resident fraction above which a cold run is flagged
@@ -50,6 +51,7 @@ Schema (all keys optional unless noted)::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tomllib
@@ -248,6 +250,7 @@ class RunSettings:
     timeout_s: float = 120.0
     trace: bool = True
     probes: int = 1  # traced executions per hasher configuration (behaviour counters)
+    probe_cache: str | None = None  # their page cache mode; None: as `cache`
     seed: int | None = None
     bin_dir: str | None = None
     resident_tolerance: float = 0.01
@@ -289,6 +292,7 @@ class Config:
                 "timeout_s": self.run.timeout_s,
                 "trace": self.run.trace,
                 "probes": self.run.probes,
+                "probe_cache": self.run.probe_cache,
                 "seed": self.run.seed,
                 "bin_dir": str(self.bin_dir()),
                 "resident_tolerance": self.run.resident_tolerance,
@@ -306,6 +310,24 @@ class Config:
             ],
             "toml": self.raw,
         }
+
+
+BASELINE_PREFIX = "baseline:"
+
+
+def with_baseline_build(config: Config, bin_dir: str | Path) -> Config:
+    """A/B in one run: every hasher group again with the binary of the same name in `bin_dir`,
+    named BASELINE_PREFIX + its name, so that each command and its twin share every round."""
+    directory = Path(bin_dir).absolute()
+    twins = []
+    for g in config.groups:
+        if g.kind != "hasher":
+            continue
+        name = g.name if g.path else g.variant
+        binary = directory / (Path(g.path).name if g.path else g.variant)
+        twins.append(dataclasses.replace(g, name=BASELINE_PREFIX + name, path=str(binary),
+                                         key=f"{g.key} (baseline build {directory})"))
+    return dataclasses.replace(config, groups=config.groups + tuple(twins))
 
 
 class _Ctx:
@@ -423,7 +445,7 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
 
 def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
     allowed = {"rounds", "runs_per_round", "cache", "file", "file_size", "data_dir", "timeout_s",
-               "trace", "probes", "seed", "bin_dir", "resident_tolerance", "nominal"}
+               "trace", "probes", "probe_cache", "seed", "bin_dir", "resident_tolerance", "nominal"}
     ctx.check_keys(table, "run", allowed)
     kw: dict[str, Any] = {}
 
@@ -465,6 +487,7 @@ def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
         return v
 
     get("cache", cache)
+    get("probe_cache", cache)
     get("timeout_s", number)
     get("resident_tolerance", fraction)
     get("data_dir", string)

@@ -36,7 +36,8 @@ from typing import Any, Callable, TextIO
 from harness import cache as cachemod
 from harness import results as res
 from harness import counters, sysinfo, system
-from harness.config import HASHER_FLAGS, REPO_ROOT, Config, ConfigError, load_config  # noqa: F401 (re-export)
+from harness.config import (HASHER_FLAGS, REPO_ROOT, Config, ConfigError, load_config,  # noqa: F401 (re-export)
+                            with_baseline_build)
 from harness.fio import FioError, parse_fio_file
 from harness.plan import Command, FileSpec, Plan, build_plan, find_tool
 from harness.units import format_rate, format_size
@@ -82,6 +83,7 @@ class Options:
     warm: bool = False
     bin_dir: str | None = None
     seed: int | None = None
+    against: str | None = None  # a baseline build's bin dir: its hashers run beside these (A/B)
 
 
 def utcnow() -> dt.datetime:
@@ -436,7 +438,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
 
 def _prepare_cache(state: RunState, cmd: Command) -> None:
     try:
-        if state.plan.cache == "cold":
+        if (state.config.run.probe_cache or state.plan.cache) == "cold":
             cachemod.drop_caches(cmd.file)
         else:
             cachemod.make_warm(cmd.file)
@@ -513,12 +515,15 @@ def _apply_overrides(config: Config, opts: Options) -> Config:
         changes["rounds"] = opts.rounds
     if opts.warm:
         changes["cache"] = "warm"
+        changes["probe_cache"] = None
     if opts.bin_dir is not None:
         changes["bin_dir"] = str(Path(opts.bin_dir).absolute())
     if opts.seed is not None:
         changes["seed"] = opts.seed
     if changes:
         config = dataclasses.replace(config, run=dataclasses.replace(run, **changes))
+    if opts.against is not None:
+        config = with_baseline_build(config, opts.against)
     return config
 
 
@@ -538,6 +543,8 @@ def validate_new_run(opts: Options) -> Validated:
     files = resolve_files(config, opts.file, opts.size, opts.dir)
     plan = build_plan(config, files)
     check_cache_mode(plan.cache)
+    if config.run.probe_cache and plan.traced_executions:
+        check_cache_mode(config.run.probe_cache)
     tools = required_tools(plan)
     check_binaries(plan)
     check_paths(files, opts.out)

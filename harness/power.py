@@ -1,0 +1,190 @@
+"""Measure the regression check: how often it catches injected regressions, how often it cries wolf.
+
+    python -m harness.power [--repeats 20] [--rounds 30] [--out build/power]   (make check-power)
+    python -m harness.power --analyse build/power/runs [--threshold 3% --confidence 99%]
+
+Builds, from the faults build (build/faults/bin), one directory per condition: a copy of the
+binaries with a `ringsum-faults` file beside them (hashers/ring.c reads it):
+
+  baseline   no fault: what every other condition is compared with
+  unchanged  no fault either: an identical build, so its verdicts are the false alarms
+  slow5/10/20  slow:P, the hasher takes P% longer (busy, as slower code would)
+  depth1     depth:1, --queue-depth ignored: one read at a time
+  buffered   buffered:1, O_DIRECT dropped
+
+Each repetition is one run of the check's config (configs/check.toml) with every condition's
+hashers interleaved in the same shuffled rounds; then each condition is judged against the
+baseline with the check's own code (harness.check.compare: the paired per-round figure, the
+behaviour counters) and the check's settings. A repetition is therefore one independent check
+per condition. The run directories are kept: `--analyse` judges them again with other settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from harness import check
+from harness.config import REPO_ROOT, load_config
+
+CONDITIONS = {
+    "baseline": "", "unchanged": "", "slow5": "slow:5", "slow10": "slow:10", "slow20": "slow:20",
+    "depth1": "depth:1", "buffered": "buffered:1",
+}
+DEFAULT_CONFIG = REPO_ROOT / "configs" / "check.toml"
+FAULTS_BIN = REPO_ROOT / "build" / "faults" / "bin"
+CI_THRESHOLD, CI_CONFIDENCE = 0.03, 0.99  # what .ci/run passes to `ringsum check`
+
+
+def die(msg: str) -> None:
+    print(f"fatal: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def make_builds(out: Path) -> dict[str, Path]:
+    builds = {}
+    for name, spec in CONDITIONS.items():
+        d = out / "builds" / name
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+        for exe in FAULTS_BIN.iterdir():
+            shutil.copy2(exe, d / exe.name)
+        if spec:
+            (d / "ringsum-faults").write_text(spec + "\n")
+        builds[name] = d
+    return builds
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def conditions_config(config_path: Path, builds: dict[str, Path], out: Path) -> Path:
+    """The check's config with every hasher group once per condition, from that condition's build."""
+    raw = load_config(config_path).raw
+    lines = ["[run]"] + [f"{k} = {_toml_value(v)}" for k, v in raw.get("run", {}).items()
+                         if not isinstance(v, dict)]
+    for name, d in builds.items():
+        for group in raw.get("hashers", []):
+            variant = group["variant"]
+            lines += ["", "[[hashers]]", f"name = {_toml_value(f'{name}/{variant}')}",
+                      f"path = {_toml_value(str(d / variant))}"]
+            lines += [f"{k} = {_toml_value(v)}" for k, v in group.items() if k not in ("name", "path")]
+    path = out / "conditions.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@dataclass
+class Verdict:
+    """One condition judged in one repetition."""
+
+    condition: str
+    run_dir: str
+    exit_code: int
+    wall: dict[str, str] = field(default_factory=dict)  # command -> verdict of the paired figure
+    ratio: dict[str, float] = field(default_factory=dict)  # command -> median per-round ratio
+    counters: list[str] = field(default_factory=list)  # "command: counter verdict" out of tolerance
+
+
+def judge(run_dir: Path, settings: check.Settings) -> list[Verdict]:
+    run = check.load_run(run_dir)
+
+    def half(name: str) -> check.RunData:
+        prefix = f"{name}/"
+        return check.select(run, lambda lbl: lbl[len(prefix):] if lbl.startswith(prefix) else None)
+
+    base = half("baseline")
+    out = []
+    for name in CONDITIONS:
+        if name == "baseline":
+            continue
+        report = check.compare(base, half(name), settings)
+        v = Verdict(name, str(run_dir), report.exit_code)
+        for c in report.comparisons:
+            e = c.estimates.get("paired")
+            if e is not None:
+                v.wall[c.label] = c.verdict
+                v.ratio[c.label] = e.ratio
+        v.counters = [f"{c.label}: {c.counter} {c.verdict}" for c in report.counters if c.verdict != "no change"]
+        out.append(v)
+    return out
+
+
+def table(verdicts: list[Verdict], settings: check.Settings) -> str:
+    """Markdown: per condition, the checks that failed (exit 1), by wall time and by counters."""
+    lines = [f"Settings: threshold ±{settings.threshold * 100:g}%, {settings.confidence * 100:g}% interval.", "",
+             "| condition | checks | caught (exit 1) | by wall time | by counters | commands flagged by wall time | "
+             "measured slowdown (median per-round ratio, median over checks) |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name in CONDITIONS:
+        vs = [v for v in verdicts if v.condition == name]
+        if not vs:
+            continue
+        by_wall = sum(any(x == check.REGRESSION for x in v.wall.values()) for v in vs)
+        by_counters = sum(any(c.endswith(" regression") for c in v.counters) for v in vs)
+        flagged = sum(x == check.REGRESSION for v in vs for x in v.wall.values())
+        commands = sum(len(v.wall) for v in vs)
+        ratios = [median(v.ratio.values()) for v in vs if v.ratio]
+        slowdown = f"{(median(ratios) - 1) * 100:+.1f}%" if ratios else "-"
+        lines.append(f"| {name} | {len(vs)} | {sum(v.exit_code == 1 for v in vs)} | {by_wall} | {by_counters} | "
+                     f"{flagged}/{commands} | {slowdown} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=20, help="runs, i.e. checks per condition (default 20)")
+    ap.add_argument("--rounds", type=int, help="rounds per run (default: the config's)")
+    ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="the check's config")
+    ap.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "power")
+    ap.add_argument("--analyse", type=Path, metavar="RUNS_DIR", help="judge the runs under RUNS_DIR again")
+    ap.add_argument("--threshold", type=check.parse_fraction, default=CI_THRESHOLD)
+    ap.add_argument("--confidence", type=check.parse_fraction, default=CI_CONFIDENCE)
+    a = ap.parse_args(argv)
+    settings = check.Settings(threshold=a.threshold, confidence=a.confidence)
+
+    if a.analyse:
+        run_dirs = sorted(d for d in a.analyse.iterdir() if check.is_run_dir(d))
+        if not run_dirs:
+            die(f"{a.analyse}: no run directories")
+    else:
+        if not FAULTS_BIN.is_dir():
+            die(f"{FAULTS_BIN} missing: run `make build/faults/bin/uring_b3sum` (make check-power does)")
+        if "RINGSUM_FAULTS" in os.environ:
+            die("RINGSUM_FAULTS is set: it would inject into every condition alike")
+        from harness.run import Options
+
+        a.out.mkdir(parents=True, exist_ok=True)
+        config = conditions_config(a.config, make_builds(a.out), a.out)
+        run_dirs = []
+        for i in range(a.repeats):
+            print(f"== repetition {i + 1}/{a.repeats}", file=sys.stderr, flush=True)
+            run_dir, _code = check.measure(Options(config_path=str(config), out=str(a.out / "runs"),
+                                                   rounds=a.rounds))
+            run_dirs.append(run_dir)
+    verdicts = [v for d in run_dirs for v in judge(d, settings)]
+    (a.out / "verdicts.json").write_text(json.dumps([asdict(v) for v in verdicts], indent=1) + "\n")
+    text = table(verdicts, settings)
+    (a.out / "power.md").write_text(text)
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""`ringsum check --against BIN_DIR`: a build and its baseline build in the same rounds, judged
+round by round (the paired figure) and by behaviour counters. Real runs of the real hashers;
+the faults build (build/faults/bin) stands for a build with an injected regression, the
+release build (build/bin, which ignores RINGSUM_FAULTS) for the baseline."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness import check
+
+REPO = Path(__file__).resolve().parent.parent
+RELEASE = REPO / "build" / "bin"
+FAULTS = REPO / "build" / "faults" / "bin"
+MODE = "cold" if os.geteuid() == 0 else "warm"
+
+CONFIG = """
+[run]
+rounds = 4
+cache = "warm"
+probe_cache = "@MODE@"
+probes = 3
+file = "@FILE@"
+timeout_s = 30
+
+[[hashers]]
+variant = "liburing_b3sum_singlethread"
+block_size = "128K"
+queue_depth = 8
+"""
+
+
+def _sample(times: list[float]) -> check.Sample:
+    t = np.array(times)
+    return check.Sample(t, np.ones_like(t), [("f", r + 1) for r in range(len(times))])
+
+
+def test_paired_ratio_is_the_median_of_per_round_ratios() -> None:
+    rng = np.random.default_rng(1)
+    base = 0.020 * (1 + 0.5 * rng.random(25))  # rounds that differ by up to 50%
+    slow = base * 1.10
+    b, c, ratio, low, high, n = check.paired_ratio(_sample(list(base)), _sample(list(slow)), 0.99, 2000,
+                                                   np.random.default_rng(0))
+    assert n == 25 and ratio == pytest.approx(1.10)
+    assert low == pytest.approx(1.10) and high == pytest.approx(1.10)  # pairing cancels the rounds' drift
+    assert check.decide(low, high, 0.03) == check.REGRESSION
+
+
+def test_paired_ratio_of_a_tie_is_no_change() -> None:
+    rng = np.random.default_rng(2)
+    base = 0.020 * (1 + 0.05 * rng.standard_normal(30))
+    same = base * (1 + 0.05 * rng.standard_normal(30))
+    _, _, ratio, low, high, _ = check.paired_ratio(_sample(list(base)), _sample(list(same)), 0.99, 2000,
+                                                   np.random.default_rng(0))
+    assert low < 1 < high
+    assert check.decide(low, high, 0.03) == check.NO_CHANGE
+
+
+def test_paired_ratio_uses_only_rounds_in_which_both_ran() -> None:
+    b = check.Sample(np.array([1.0, 1.0, 1.0]), np.ones(3), [("f", 1), ("f", 2), ("f", 3)])
+    c = check.Sample(np.array([2.0, 2.0]), np.ones(2), [("f", 2), ("f", 4)])
+    *_, n = check.paired_ratio(b, c, 0.95, 100, np.random.default_rng(0))
+    assert n == 1
+
+
+def _ringsum(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("ab")
+    data = d / "data.bin"
+    data.write_bytes(os.urandom(8 << 20))
+    path = d / "ab.toml"
+    path.write_text(CONFIG.replace("@MODE@", MODE).replace("@FILE@", str(data)))
+    return path
+
+
+def test_an_injected_io_regression_fails_the_check_and_an_unchanged_build_passes(config: Path, tmp_path: Path) -> None:
+    # Timing thresholds wide open: on 4 rounds the counters must decide, and they must not flake.
+    common = ["check", "--against", str(RELEASE), "--bin-dir", str(FAULTS), "--config", str(config),
+              "--out", str(tmp_path), "--threshold", "90%", "--junit", str(tmp_path / "junit.xml")]
+    injected = _ringsum(*common, env={"RINGSUM_FAULTS": "depth:1"})
+    assert injected.returncode == 1, injected.stdout + injected.stderr
+    assert "peak_in_flight" in injected.stdout and "regression" in injected.stdout
+    assert 'classname="ringsum.counters"' in (tmp_path / "junit.xml").read_text()
+    unchanged = _ringsum(*common)
+    assert unchanged.returncode == 0, unchanged.stdout + unchanged.stderr
+    assert "A/B run" in unchanged.stdout and "paired" in unchanged.stdout
+    runs = sorted(tmp_path.glob("*/runs.csv"))
+    labels = runs[-1].read_text()
+    assert "baseline:liburing_b3sum_singlethread bs=128K" in labels
+
+
+def test_against_needs_a_config_and_a_directory(tmp_path: Path, config: Path) -> None:
+    r = _ringsum("check", "--against", str(RELEASE), "--current", str(tmp_path))
+    assert r.returncode == 2 and "needs --config" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = _ringsum("check", "--against", str(tmp_path / "nowhere"), "--config", str(config))
+    assert r.returncode == 2 and "not a directory" in r.stderr
+    r = _ringsum("check", "--against", str(RELEASE), "--baseline", "latest", "--config", str(config))
+    assert r.returncode == 2 and "not allowed with" in r.stderr
