@@ -158,10 +158,14 @@ bench: deps all $(call bins,notrace) $(call bins,blake3join)
 sweep: deps all
 	$(VENV)/bin/ringsum run $(SWEEP_CONFIG) --file $(SWEEP_FILE) --size 1G --out results --report
 
-# The regression check's detection and false-alarm rates (docs/regression-check.md): about
-# 30-40 minutes; POWER_ARGS="--repeats 5" for a quick look.
+# The regression check's detection and false-alarm rates (docs/regression-check.md): wall time
+# at the check's 30 rounds, the I/O regressions at CI's 5; about 30 minutes in all.
+# POWER_ARGS="--repeats 3" for a quick look.
 check-power: deps all $(call bins,faults)
-	$(VENV)/bin/python -m harness.power $(POWER_ARGS)
+	$(VENV)/bin/python -m harness.power --conditions unchanged,slow5,slow10,slow20 \
+		--out $(BUILD)/power/wall $(POWER_ARGS)
+	$(VENV)/bin/python -m harness.power --conditions unchanged,depth1,buffered --rounds 5 \
+		--out $(BUILD)/power/io $(POWER_ARGS)
 
 # libFuzzer on the option parser for FUZZ_SECONDS (tests/test_fuzz_options.py builds the target).
 FUZZ_SECONDS ?= 300

@@ -98,12 +98,13 @@ def _add_check_parsers(sub: Any) -> None:
     from harness import check
 
     c = sub.add_parser("check", help="compare a run with a baseline run; exit 1 on a regression")
-    against = c.add_mutually_exclusive_group(required=True)
+    against = c.add_mutually_exclusive_group()
     against.add_argument("--baseline", metavar="RUN_DIR|NAME",
                          help="a run directory, or a baseline saved for this machine (a name, or `latest`)")
     against.add_argument("--against", metavar="BIN_DIR",
                          help="A/B: run the config's hashers from --bin-dir and from BIN_DIR (the baseline "
-                              "build) in the same rounds, and compare them round by round (needs --config)")
+                              "build) in the same rounds, and compare them round by round (needs --config); "
+                              "a finished A/B run (`ringsum run --against`) is judged so with --current alone")
     current = c.add_mutually_exclusive_group(required=True)
     current.add_argument("--current", metavar="RUN_DIR", help="compare this finished run")
     current.add_argument("--config", metavar="CONFIG", help="run this config now and compare it")
@@ -224,6 +225,7 @@ def _cmd_check(a: argparse.Namespace) -> int:
     from pathlib import Path
 
     from harness import baseline, check, sysinfo
+    from harness.config import BASELINE_PREFIX
 
     settings = check.Settings(threshold=a.threshold, confidence=a.confidence, resamples=a.resamples,
                               min_runs=a.min_runs)
@@ -231,7 +233,10 @@ def _cmd_check(a: argparse.Namespace) -> int:
         raise check.CheckError("--against runs both builds now: it needs --config")
     if a.against is not None and not Path(a.against).is_dir():
         raise check.CheckError(f"--against {a.against}: not a directory of hasher binaries")
-    base_dir = None if a.against else baseline.find(a.baseline, sysinfo.fingerprint(a.file)["fingerprint_id"])
+    if a.against is None and a.baseline is None and a.current is None:
+        raise check.CheckError("give a baseline: --baseline RUN_DIR|NAME, or --against BIN_DIR (A/B)")
+    base_dir = None if a.against or a.baseline is None else \
+        baseline.find(a.baseline, sysinfo.fingerprint(a.file)["fingerprint_id"])
     if a.config:
         from harness.run import Options
 
@@ -241,15 +246,17 @@ def _cmd_check(a: argparse.Namespace) -> int:
     else:
         current_dir = Path(a.current)
     current = check.load_run(current_dir)
-    if a.against:
+    if base_dir is None:
+        if not check.is_ab_run(current):
+            raise check.CheckError(f"{current_dir}: not an A/B run (no {BASELINE_PREFIX} commands); give --baseline")
         base, current = check.split_ab(current)
     else:
-        assert base_dir is not None
         base = check.load_run(base_dir)
     report = check.compare(base, current, settings)
     if a.instructions:
         now = check.instructions_now(Path(a.bin_dir) if a.bin_dir else None)
-        before = check.instructions_now(Path(a.against)) if a.against else check.read_instructions(base_dir)
+        before = (check.instructions_now(Path(a.against)) if a.against else
+                  check.read_instructions(base_dir) if base_dir else None)
         report.instruction_tolerance = a.instruction_tolerance
         report.instructions = check.compare_instructions(before, now, a.instruction_tolerance)
     print(check.format_table(report), end="")

@@ -15,8 +15,7 @@ exactly, where wall time would need many rounds to see it:
   resident_after  fraction of the file in the page cache afterwards (O_DIRECT leaves none)
 
 `probe()` runs one untimed execution under GNU time (rusage; /proc/PID/io read before the
-zombie is reaped) and, when perf's tracepoint works, a second one under `perf stat` for the
-system call count. `compare()` judges two sets of probes counter by counter: the median of each
+zombie is reaped) and, when perf's tracepoint works, under `perf stat` for the system calls. `compare()` judges two sets of probes counter by counter: the median of each
 side, a tolerance per counter measured on this VM (docs/regression-check.md), and a direction
 in which a change is a regression.
 """
@@ -28,7 +27,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -125,20 +123,33 @@ class _Child:
     max_rss_kib: int | None
     ctx_switches: int | None
     minor_faults: int | None
+    uring_enters: int | None
 
 
-def _run_child(argv: list[str], timeout: float, out: Path) -> _Child:
-    """Run argv under GNU time (stdout to `out`, stderr to `out`.err). The rusage comes from time,
-    whose small process forks the command: a child forked from this Python would carry Python's
-    peak RSS across its exec. read_bytes comes from time's /proc/PID/io, read while it is a
-    zombie, to which the kernel added its reaped child's."""
-    report = Path(f"{out}.rusage")
+def _perf_count(report: Path) -> int | None:
+    if not report.exists():
+        return None
+    for line in report.read_text(errors="replace").splitlines():
+        cells = line.split(",")
+        if len(cells) > 2 and cells[2] == ENTER_EVENT and cells[0].isdigit():
+            return int(cells[0])
+    return None
+
+
+def _run_child(argv: list[str], timeout: float, out: Path, count_syscalls: bool) -> _Child:
+    """Run argv once, under GNU time and, with count_syscalls, perf stat (stdout to `out`, stderr
+    to `out`.err). The rusage comes from time, whose small process forks the command: a child
+    forked from this Python would carry Python's peak RSS across its exec. read_bytes comes from
+    the outermost process's /proc/PID/io, read while it is a zombie: the kernel adds each reaped
+    child's to its parent's."""
+    rusage, perf = Path(f"{out}.rusage"), Path(f"{out}.perf")
+    timed = ["time", "-f", TIME_FORMAT, "-o", str(rusage), *argv]
+    if count_syscalls:
+        timed = ["perf", "stat", "-x,", "-o", str(perf), "-e", ENTER_EVENT, "--", *timed]
     with open(out, "wb") as stdout, open(f"{out}.err", "wb") as stderr:
-        pid = os.posix_spawnp("time", ["time", "-f", TIME_FORMAT, "-o", str(report), *argv],
-                              dict(os.environ), setsid=True, file_actions=[
-                                  (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-                                  (os.POSIX_SPAWN_DUP2, stdout.fileno(), 1),
-                                  (os.POSIX_SPAWN_DUP2, stderr.fileno(), 2)])
+        pid = os.posix_spawnp(timed[0], timed, dict(os.environ), setsid=True, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, stdout.fileno(), 1), (os.POSIX_SPAWN_DUP2, stderr.fileno(), 2)])
     killed = threading.Event()
 
     def kill() -> None:
@@ -157,13 +168,15 @@ def _run_child(argv: list[str], timeout: float, out: Path) -> _Child:
         raise
     finally:
         timer.cancel()
-    fields = next((line.split()[1:] for line in report.read_text(errors="replace").splitlines()
-                   if line.startswith("ringsum-probe ")), None) if report.exists() else None
-    report.unlink(missing_ok=True)
+    fields = next((line.split()[1:] for line in rusage.read_text(errors="replace").splitlines()
+                   if line.startswith("ringsum-probe ")), None) if rusage.exists() else None
+    enters = _perf_count(perf)
+    rusage.unlink(missing_ok=True)
+    perf.unlink(missing_ok=True)
     if killed.is_set() or not fields or len(fields) != 5:
-        return _Child(None, None, None, None, None)
+        return _Child(None, None, None, None, None, None)
     code, rss, involuntary, voluntary, minor = (int(x) for x in fields)
-    return _Child(code, io.get("read_bytes"), rss, involuntary + voluntary, minor)
+    return _Child(code, io.get("read_bytes"), rss, involuntary + voluntary, minor, enters)
 
 
 def perf_counts_enters() -> bool:
@@ -174,42 +187,20 @@ def perf_counts_enters() -> bool:
     return r.returncode == 0 and "<not supported>" not in r.stderr
 
 
-def count_enters(argv: list[str], timeout: float) -> int | None:
-    with tempfile.NamedTemporaryFile("r", suffix=".perf") as f:
-        try:
-            r = subprocess.run(["perf", "stat", "-x,", "-o", f.name, "-e", ENTER_EVENT, "--", *argv],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        if r.returncode != 0:
-            return None
-        for line in f.read().splitlines():
-            cells = line.split(",")
-            if len(cells) > 2 and cells[2] == ENTER_EVENT and cells[0].isdigit():
-                return int(cells[0])
-    return None
-
-
 def probe(label: str, argv: list[str], file: str, trace: Path | None, out: Path, timeout: float,
           prepare: Callable[[], None], count_syscalls: bool) -> Counters:
-    """One probe of argv (stdout to `out`, stderr to `out`.err): prepare() the page cache first, and again
-    before the perf execution when count_syscalls."""
+    """One probe of argv (stdout to `out`, stderr to `out`.err), the page cache prepare()d first."""
     prepare()
-    child = _run_child(argv, timeout, out)
-    code = child.exit_code
+    child = _run_child(argv, timeout, out, count_syscalls)
     reads, in_flight, peak = trace_figures(trace) if trace is not None and trace.exists() else (None, None, None)
     try:
         resident: float | None = cachemod.resident_fraction(file)[0]
     except OSError:
         resident = None
-    enters = None
-    if count_syscalls and code == 0:
-        prepare()
-        enters = count_enters(argv, timeout)  # its trace replaces the first's, already read
-    return Counters(label=label, file=file, exit_code=code, reads=reads, mean_in_flight=in_flight, peak_in_flight=peak,
-                    uring_enters=enters, read_bytes=child.read_bytes, ctx_switches=child.ctx_switches,
-                    minor_faults=child.minor_faults, max_rss_kib=child.max_rss_kib,
-                    resident_after=resident)
+    return Counters(label=label, file=file, exit_code=child.exit_code, reads=reads, mean_in_flight=in_flight,
+                    peak_in_flight=peak, uring_enters=child.uring_enters, read_bytes=child.read_bytes,
+                    ctx_switches=child.ctx_switches, minor_faults=child.minor_faults,
+                    max_rss_kib=child.max_rss_kib, resident_after=resident)
 
 
 # --- counters.csv ---

@@ -1,6 +1,6 @@
 """Measure the regression check: how often it catches injected regressions, how often it cries wolf.
 
-    python -m harness.power [--repeats 20] [--rounds 30] [--out build/power]   (make check-power)
+    python -m harness.power [--repeats 20] [--rounds N] [--conditions a,b] [--out DIR]   (make check-power)
     python -m harness.power --analyse build/power/runs [--threshold 3% --confidence 99%]
 
 Builds, from the faults build (build/faults/bin), one directory per condition: a copy of the
@@ -48,9 +48,10 @@ def die(msg: str) -> None:
     sys.exit(1)
 
 
-def make_builds(out: Path) -> dict[str, Path]:
+def make_builds(out: Path, names: list[str]) -> dict[str, Path]:
     builds = {}
-    for name, spec in CONDITIONS.items():
+    for name in ["baseline", *names]:
+        spec = CONDITIONS[name]
         d = out / "builds" / name
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True)
@@ -112,7 +113,7 @@ def judge(run_dir: Path, settings: check.Settings) -> list[Verdict]:
     base = half("baseline")
     out = []
     for name in CONDITIONS:
-        if name == "baseline":
+        if name == "baseline" or not any(str(lbl).startswith(f"{name}/") for lbl in run.samples):
             continue
         report = check.compare(base, half(name), settings)
         v = Verdict(name, str(run_dir), report.exit_code)
@@ -153,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, help="rounds per run (default: the config's)")
     ap.add_argument("--config", type=Path, default=DEFAULT_CONFIG, help="the check's config")
     ap.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "power")
+    ap.add_argument("--conditions", default=",".join(c for c in CONDITIONS if c != "baseline"),
+                    help="comma-separated, each judged against `baseline` (default: all)")
     ap.add_argument("--analyse", type=Path, metavar="RUNS_DIR", help="judge the runs under RUNS_DIR again")
     ap.add_argument("--threshold", type=check.parse_fraction, default=CI_THRESHOLD)
     ap.add_argument("--confidence", type=check.parse_fraction, default=CI_CONFIDENCE)
@@ -170,8 +173,12 @@ def main(argv: list[str] | None = None) -> int:
             die("RINGSUM_FAULTS is set: it would inject into every condition alike")
         from harness.run import Options
 
+        names = [c for c in a.conditions.split(",") if c]
+        unknown = [c for c in names if c not in CONDITIONS or c == "baseline"]
+        if unknown:
+            die(f"unknown condition {unknown[0]!r} (known: {', '.join(CONDITIONS)})")
         a.out.mkdir(parents=True, exist_ok=True)
-        config = conditions_config(a.config, make_builds(a.out), a.out)
+        config = conditions_config(a.config, make_builds(a.out, names), a.out)
         run_dirs = []
         for i in range(a.repeats):
             print(f"== repetition {i + 1}/{a.repeats}", file=sys.stderr, flush=True)

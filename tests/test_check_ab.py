@@ -107,3 +107,19 @@ def test_against_needs_a_config_and_a_directory(tmp_path: Path, config: Path) ->
     assert r.returncode == 2 and "not a directory" in r.stderr
     r = _ringsum("check", "--against", str(RELEASE), "--baseline", "latest", "--config", str(config))
     assert r.returncode == 2 and "not allowed with" in r.stderr
+    r = _ringsum("check", "--config", str(config))
+    assert r.returncode == 2 and "give a baseline" in r.stderr
+
+
+def test_a_finished_ab_run_is_judged_with_current_alone(config: Path, tmp_path: Path) -> None:
+    run = _ringsum("run", str(config), "--against", str(RELEASE), "--out", str(tmp_path), "--rounds", "3")
+    assert run.returncode == 0, run.stderr
+    (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
+    r = _ringsum("check", "--current", str(run_dir), "--threshold", "90%")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "A/B run" in r.stdout
+    plain = _ringsum("run", str(config), "--out", str(tmp_path / "plain"), "--rounds", "3")
+    assert plain.returncode == 0, plain.stderr
+    (plain_dir,) = list((tmp_path / "plain").iterdir())
+    r = _ringsum("check", "--current", str(plain_dir))
+    assert r.returncode == 2 and "not an A/B run" in r.stderr
