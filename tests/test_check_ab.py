@@ -89,8 +89,9 @@ def test_an_injected_io_regression_fails_the_check_and_an_unchanged_build_passes
     common = ["check", "--against", str(RELEASE), "--bin-dir", str(FAULTS), "--config", str(config),
               "--out", str(tmp_path), "--threshold", "90%", "--junit", str(tmp_path / "junit.xml")]
     injected = _ringsum(*common, env={"RINGSUM_FAULTS": "depth:1"})
-    assert injected.returncode == 1, injected.stdout + injected.stderr
-    assert "peak_in_flight" in injected.stdout and "regression" in injected.stdout
+    probes = "".join(p.read_text() for p in tmp_path.glob("*/counters.csv"))
+    assert injected.returncode == 1, injected.stdout + injected.stderr + probes
+    assert "peak_in_flight" in injected.stdout and "regression" in injected.stdout, injected.stdout + probes
     assert 'classname="ringsum.counters"' in (tmp_path / "junit.xml").read_text()
     unchanged = _ringsum(*common)
     assert unchanged.returncode == 0, unchanged.stdout + unchanged.stderr
