@@ -76,7 +76,7 @@ class Tolerance:
 # switches and in-flight depend on timing and get room accordingly.
 TOLERANCES: dict[str, Tolerance] = {
     "reads": Tolerance(0.05, 2, "up"),
-    "mean_in_flight": Tolerance(0.60, 1.0, "down"),
+    "mean_in_flight": Tolerance(0.70, 1.0, "down"),
     "peak_in_flight": Tolerance(0.0, 0.5, "down"),
     "uring_enters": Tolerance(0.60, 8, "up"),
     "read_bytes": Tolerance(0.15, 2 << 20, "up"),
