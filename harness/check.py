@@ -116,7 +116,7 @@ class RunData:
     runs: Any  # pandas DataFrame (harness.results.read_runs)
     samples: dict[str, dict[str, Sample]]  # label -> figure -> executions
     failures: dict[str, str]  # label -> why (failed execution, hash mismatch)
-    counters: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> counter -> median
+    counters: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> counter -> summary
 
 
 @dataclass
@@ -240,7 +240,7 @@ def load_run(path: str | Path) -> RunData:
     return RunData(path=p, fingerprint_id=(meta.get("fingerprint") or {}).get("fingerprint_id"),
                    cache=caches.pop() if len(caches) == 1 else None, runs=runs,
                    samples=samples, failures=failures,
-                   counters=ctr.medians(ctr.read(p / ctr.COUNTERS_CSV)))
+                   counters=ctr.summarize(ctr.read(p / ctr.COUNTERS_CSV)))
 
 
 def is_ab_run(run: RunData) -> bool:

@@ -113,6 +113,7 @@ def test_tolerances_need_both_bounds_and_know_which_way_is_worse() -> None:
     assert counters.judge("resident_after", 1.0, 0.0) == "regression"  # either way is a change
     assert counters.judge("max_rss_kib", 10_000, 12_000) == "no change"
     assert counters.judge("max_rss_kib", 10_000, 40_000) == "regression"
+    assert counters.judge("mean_in_flight", 3.0, 0.0) == "no change"  # shown, never judged
 
 
 def test_trace_figures_weight_in_flight_by_time(tmp_path: Path) -> None:
@@ -127,9 +128,10 @@ def test_trace_figures_weight_in_flight_by_time(tmp_path: Path) -> None:
 def test_counters_csv_round_trip_and_medians(tmp_path: Path) -> None:
     path = tmp_path / counters.COUNTERS_CSV
     for rss in (100, 300, 200):
-        counters.append(path, counters.Counters("a", "f", 0, 10, 1.5, 4, 7, 1000, 20, 50, rss, 1.0))
+        counters.append(path, counters.Counters("a", "f", 0, 10, 1.5, rss // 100, 7, 1000, 20, 50, rss, 1.0))
     counters.append(path, counters.Counters("a", "f", 1, None, None, None, None, None, None, None, None, None))
     rows = counters.read(path)
     assert len(rows) == 4 and rows[0].reads == 10 and rows[0].mean_in_flight == 1.5
-    med = counters.medians(rows)
+    med = counters.summarize(rows)
     assert med["a"]["max_rss_kib"] == 200  # failed probes do not count
+    assert med["a"]["peak_in_flight"] == 3  # a peak is the most any probe reached
