@@ -78,8 +78,9 @@ class Tolerance:
 # Set from 20 checks of two identical builds on the shared 2-core VM, three probes each
 # (docs/regression-check.md): reads, faults and RSS hardly move; read_bytes carries the
 # libraries re-read after a cache drop; system calls and context switches depend on timing
-# (io_uring_enter calls ranged 96-253 for the single thread, 114-365 for the multithreaded one); the time-weighted mean in flight
-# ranged 0.8-5.1 and is only shown. The queue depth in use is judged by its peak.
+# (io_uring_enter calls ranged 96-253 for the single thread, 114-365 for the multithreaded
+# one); the time-weighted mean in flight ranged 0.8-5.1 and is only shown. The queue depth in
+# use is judged by its peak.
 TOLERANCES: dict[str, Tolerance] = {
     "reads": Tolerance(0.05, 2, "up"),
     "mean_in_flight": Tolerance(0.0, 0.0, "none"),
