@@ -637,7 +637,7 @@ def summary(o: Outcome) -> list[str]:
         out.append(f"best {DEFAULT_VARIANT}: {line(*o.best_default)}")
     for lbl, m in o.finalists[1:]:
         out.append(f"  finalist: {line(lbl, m)}")
-    out.append(f"runs: {o.hasher_runs} hasher executions (+{o.baseline_runs} fio/b3sum) vs {o.grid_runs} for the "
+    out.append(f"runs: {o.hasher_runs} hasher executions (+{o.baseline_runs} of readers and b3sum) vs {o.grid_runs} for the "
                f"full grid ({o.grid_points} configurations x {o.grid_runs // o.grid_points} rounds): "
                f"{o.hasher_runs / o.grid_runs:.1%}")
     out += [f"cut: {c}" for c in o.cuts]
