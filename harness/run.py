@@ -755,6 +755,9 @@ def finish(state: RunState) -> int:
     (run_dir / res.SUMMARY_TXT).write_text(summary)
     print(summary, end="")
     print(f"run directory: {run_dir}")
+    for what, text in verdict.headline(df, cache).items():
+        if what == "FINDING":
+            _log(f"ringsum: FINDING: {text}")
     resident_warn = [w for w in state.warnings if "resident" in w]
     if resident_warn:
         _log(f"WARNING: {len(resident_warn)} runs started with the file (partly) in the page cache; "

@@ -235,8 +235,9 @@ class Headline:
             if self.runner_up:
                 out.append(("runner-up", f"{self.runner_up.label}: winner/runner-up "
                             f"{self.runner_up.ratio.text(3)}: "
-                            + ("TIE" if self.runner_up.outcome == "tie" else "the difference is real"
-                               if self.runner_up.outcome == "faster" else self.runner_up.outcome)))
+                            + {"faster": "the difference is real", "tie": "TIE",
+                               "slower": "the runner-up is faster round by round (the medians disagree)",
+                               "unknown": "no common rounds"}[self.runner_up.outcome]))
             if self.tied:
                 out.append(("tie", f"{len(self.tied) + 1} hashers cannot be told apart here, any of them will do: "
                             + "; ".join([self.use, *self.tied])))

@@ -250,6 +250,7 @@ xxhsum = true
         want = (g["wall_s"].astype(float) / g["round"].map(per_round)).median()
         assert ratios[label]["median"] == pytest.approx(want)
         assert (label in [f["label"] for f in head["faster_than_limit"]]) == (want < 1.0)
+        assert (f"ringsum: FINDING: {label} is faster than the speed limit" in p.stderr) == (want < 1.0)
 
     hashers = df[df["tool"] == "hasher"].groupby("label")["wall_s"].median()
     assert head["use"] == hashers.idxmin()
