@@ -21,6 +21,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from analysis.load import Run, command_stats, load_trace, speed_limit, succeeded  # noqa: E402
+from harness import verdict  # noqa: E402
 from harness.units import format_size  # noqa: E402
 
 GB = 1e9
@@ -127,12 +128,32 @@ def reference(stats: pd.DataFrame, tool: str) -> pd.Series | None:
     return rows.sort_values("median_s").iloc[0]
 
 
+def with_limit_ratios(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """stats with limit_ratio, limit_low, limit_high: each command's time / the speed limit, paired
+    per round (harness/verdict.py), its median and 95% interval; NaN without a limit."""
+    ratios = verdict.limit_ratios(runs)
+    for column, part in (("limit_ratio", "median"), ("limit_low", "low"), ("limit_high", "high")):
+        stats[column] = [getattr(ratios[lbl], part) if lbl in ratios and ratios[lbl].n else np.nan
+                         for lbl in stats["label"].astype(str)]
+    return stats
+
+
+def tied_with_fastest(runs: pd.DataFrame, labels: list[str]) -> list[str]:
+    """The fastest of labels by median and every one the data cannot tell from it (per-round
+    ratio whose 95% interval contains 1), the fastest first."""
+    times = verdict.by_round(runs)
+    ranked = verdict.fastest(times, labels)
+    if not ranked:
+        return []
+    best = ranked[0][0]
+    return [best, *verdict.tied_with(times, best, [lbl for lbl, _ in ranked])]
+
+
 def hasher_stats(run: Run, file_size: int | None = None) -> tuple[pd.DataFrame, int]:
-    """command_stats for one file size, with ratio to the limit and speed-ups over b3sum and cat."""
+    """command_stats for one file size, with the paired ratio to the limit and speed-ups over
+    b3sum and cat."""
     runs, size = _for_size(run, file_size)
-    stats = command_stats(runs)
-    limit = speed_limit(run)
-    stats["limit_ratio"] = stats["median_Bps"] / limit if limit else np.nan
+    stats = with_limit_ratios(command_stats(runs), runs)
     for tool in ("b3sum", "cat"):
         ref = reference(stats, tool)
         stats[f"speedup_{tool}"] = ref["median_s"] / stats["median_s"] if ref is not None else np.nan
@@ -155,23 +176,29 @@ def _throughput_ticks(size: int, xlim: tuple[float, float]) -> list[float]:
 
 
 def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
-    """Which command hashes (or reads) the file fastest, how much do its times spread, and how
-    far is each from the speed limit? (The article's benchmark table as a picture.)"""
+    """Which command hashes (or reads) the file fastest, how much do its times spread, which
+    hashers are tied with the fastest, and how far is each from the speed limit (the fastest plain
+    read in each round)? (The article's benchmark table as a picture.)"""
     runs, size = _for_size(run, file_size)
     stats = command_stats(runs)
     if not stats["median_s"].notna().any():
         return Skip("no successful executions")
-    stats = stats.sort_values("median_s", ascending=False, na_position="first").reset_index(drop=True)
     ok = runs[succeeded(runs)]
+    seconds = verdict.job_time(ok)  # fio by its own read time, as the limit counts it
+    stats["shown_s"] = stats["label"].map(seconds.groupby(ok["label"]).median())
+    stats = stats.sort_values("shown_s", ascending=False, na_position="first").reset_index(drop=True)
+    tied = tied_with_fastest(runs, list(stats.loc[stats["tool"] == "hasher", "label"].astype(str)))
     fig, ax = plt.subplots(figsize=(10, 1.6 + 0.38 * len(stats)), layout="constrained")
     rng = np.random.default_rng(0)
     for y, row in stats.iterrows():
         c = colour(row["variant"])
-        walls = ok.loc[ok["label"] == row["label"], "wall_s"].astype(float).to_numpy()
+        walls = seconds[ok["label"] == row["label"]].dropna().to_numpy()
         if not len(walls):
             ax.text(0.01, y, "all executions failed", transform=ax.get_yaxis_transform(),
                     va="center", color="#d62728", fontsize=8)
             continue
+        if row["label"] in tied:
+            ax.axhspan(y - 0.5, y + 0.5, color="#fff1a8", zorder=0)
         ax.boxplot([walls], positions=[y], orientation="horizontal", widths=0.6, showfliers=False,
                    whis=(0, 100), patch_artist=True,
                    boxprops={"facecolor": c, "alpha": 0.35, "edgecolor": c},
@@ -179,31 +206,36 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
                    capprops={"color": c})
         ax.scatter(walls, y + rng.uniform(-0.18, 0.18, len(walls)), s=10, color=c, zorder=3,
                    edgecolors="none")
-        ax.text(float(np.max(walls)), y, f"  {row['median_s']:.3f} s", va="center", fontsize=8)
-    names = [short_label(command_name(lbl)) + (f"  ({f} failed)" if f else "")
-             for lbl, f in zip(stats["label"], stats["failed"])]
+        ax.text(float(np.max(walls)), y, f"  {row['shown_s']:.3f} s", va="center", fontsize=8)
+    names = [short_label(command_name(lbl)) + (" (own read time)" if tool == "fio" else "")
+             + (f"  ({f} failed)" if f else "")
+             for lbl, tool, f in zip(stats["label"], stats["tool"], stats["failed"])]
     ax.set_yticks(range(len(stats)), names, fontsize=8)
     for tick, variant in zip(ax.get_yticklabels(), stats["variant"]):
         tick.set_color(colour(variant))
-    limit = speed_limit(run)
-    lo = float(ok["wall_s"].min())
-    hi = float(ok["wall_s"].max())
+    limit = speed_limit(run, size)
+    lo = float(np.nanmin(seconds))
+    hi = float(np.nanmax(seconds))
     if limit:
-        limit_s = size / limit
-        lo = min(lo, limit_s)
-        ax.axvline(limit_s, color="black", linestyle="--", linewidth=1)
-        ax.text(limit_s, len(stats) - 0.4, f" fio speed limit {_gbps(limit)} GB/s (fio's own read bandwidth)", fontsize=8,
-                va="bottom")
+        lo = min(lo, limit.seconds)
+        ax.axvline(limit.seconds, color="black", linestyle="--", linewidth=1)
+        ax.text(limit.seconds, len(stats) - 0.4,
+                f" speed limit {limit.seconds:.3f} s ({_gbps(limit.Bps)} GB/s): the fastest plain read of each "
+                f"round, median; {short_label(limit.set_by)} in {limit.set_by_rounds} of "
+                f"{len(limit.set_in_round)} rounds", fontsize=8, va="bottom")
     ax.set_xlim(lo * 0.9, hi * 1.12)
     ax.set_ylim(-0.7, len(stats) - 0.1)
-    ax.set_xlabel("wall time (s) — box: min / quartiles / max, dots: each round, lower is better")
+    ax.set_xlabel("time (s; fio: its own read time) — box: min / quartiles / max, dots: each round, "
+                  "lower is better")
     top = ax.secondary_xaxis("top", functions=(lambda s: size / np.maximum(s, 1e-9) / GB,
                                                lambda t: size / np.maximum(t, 1e-9) / GB))
     top.set_xticks(_throughput_ticks(size, ax.get_xlim()))
     top.xaxis.set_major_formatter("{x:g}")
     top.set_xlabel("throughput (GB/s)")
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(f"Ranking of every command by median wall time\n{subtitle(run, size)}", fontsize=10)
+    shaded = ("shaded: the fastest hasher and the " + f"{len(tied) - 1} tied with it" if len(tied) > 1
+              else "shaded: the fastest hasher (no other is tied with it)") if tied else ""
+    ax.set_title(f"Ranking of every command by median time; {shaded}\n{subtitle(run, size)}", fontsize=10)
     return fig
 
 
@@ -217,9 +249,12 @@ def chart_heatmaps(run: Run, file_size: int | None = None) -> Figure | Skip:
     stats = stats[stats["median_Bps"].notna()]
     panels = []
     for (variant, direct), g in stats.groupby(["variant", stats["direct"].fillna(False)], sort=True):
-        cells = g.groupby(["block_size", "queue_depth"])["median_Bps"].max()  # best config per cell
-        if len(cells) >= 2:
-            panels.append((variant, bool(direct), cells.unstack("queue_depth")))
+        best = g.loc[g.groupby(["block_size", "queue_depth"])["median_Bps"].idxmax()]  # best config per cell
+        if len(best) >= 2:
+            tied = set(tied_with_fastest(runs, list(best["label"].astype(str))))
+            cells = best.set_index(["block_size", "queue_depth"])
+            outlined = cells["label"].astype(str).isin(tied).unstack("queue_depth")
+            panels.append((variant, bool(direct), cells["median_Bps"].unstack("queue_depth"), outlined))
     if not panels:
         return Skip("no hasher variant was swept over more than one block size × queue depth")
     vmax = max(float(np.nanmax(p[2].to_numpy(dtype=float))) for p in panels) / GB
@@ -228,8 +263,9 @@ def chart_heatmaps(run: Run, file_size: int | None = None) -> Figure | Skip:
     fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 0.6 + 3.4 * nrows),
                              layout="constrained", squeeze=False)
     image = None
-    for ax, (variant, direct, grid) in zip(axes.flat, panels):
+    for ax, (variant, direct, grid, outlined) in zip(axes.flat, panels):
         grid = grid.sort_index().sort_index(axis=1)
+        outlined = outlined.reindex_like(grid).fillna(False).to_numpy(dtype=bool)
         values = grid.to_numpy(dtype=float) / GB
         image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis", vmin=0, vmax=vmax,
                           aspect="auto", origin="lower")
@@ -237,20 +273,21 @@ def chart_heatmaps(run: Run, file_size: int | None = None) -> Figure | Skip:
         ax.set_yticks(range(grid.shape[0]), [format_size(int(b)) for b in grid.index])
         ax.set_xlabel("queue depth")
         ax.set_ylabel("block size (bytes)")
-        best = np.unravel_index(np.nanargmax(values), values.shape)
         for (i, j), v in np.ndenumerate(values):
             if v == v:
                 ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=9,
                         color="white" if v < 0.6 * vmax else "black",
-                        fontweight="bold" if (i, j) == best else "normal")
-        ax.add_patch(Rectangle((best[1] - 0.5, best[0] - 0.5), 1, 1, fill=False,
-                               edgecolor="#d62728", linewidth=3))
+                        fontweight="bold" if outlined[i, j] else "normal")
+            if outlined[i, j]:
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="#d62728",
+                                       linewidth=3))
         ax.set_title(f"{short_label(variant)}, {'O_DIRECT' if direct else 'buffered'}", fontsize=10)
     for ax in axes.flat[len(panels):]:
         ax.set_axis_off()
     fig.colorbar(image, ax=axes, label="median throughput (GB/s)", shrink=0.8)
-    fig.suptitle(f"Tuning: median throughput (GB/s) by block size × queue depth, best cell outlined"
-                 f"\n{subtitle(run, size)}", fontsize=10)
+    fig.suptitle(f"Tuning: median throughput (GB/s) by block size × queue depth; outlined: the best cell "
+                 f"and every cell tied with it\n(per-round ratio to the best, 95% interval contains 1) · "
+                 f"{subtitle(run, size)}", fontsize=10)
     return fig
 
 
@@ -331,40 +368,51 @@ def chart_in_flight(run: Run, labels: list[str] | None = None) -> Figure | Skip:
 # --- 4. limit ratio ---
 
 def chart_limit_ratio(run: Run, file_size: int | None = None) -> Figure | Skip:
-    """How close does each hasher configuration get to the speed limit (fio's best read), and how
-    much faster is it than b3sum and than cat?"""
+    """How much longer than the fastest plain read does each hasher configuration take (its time
+    / the speed limit in the same round, median and 95% interval), and how much faster is it than
+    b3sum and than cat?"""
     stats, size = hasher_stats(run, file_size)
-    if not speed_limit(run):
-        return Skip("no speed limit (no successful fio rows, and not a warm run)")
-    hashers = stats[(stats["tool"] == "hasher")].sort_values("limit_ratio", na_position="first")
+    limit = speed_limit(run, size)
+    if not limit:
+        return Skip("no speed limit (no successful read-only command: cat, dd, fio)")
+    hashers = stats[(stats["tool"] == "hasher")].sort_values("limit_ratio", ascending=False,
+                                                              na_position="first")
     if not len(hashers):
         return Skip("no hasher configurations in the run")
     hashers = hashers.reset_index(drop=True)
     fig, ax = plt.subplots(figsize=(10, 1.6 + 0.38 * len(hashers)), layout="constrained")
-    ratios = hashers["limit_ratio"].fillna(0).to_numpy()
-    ax.barh(range(len(hashers)), ratios, color=[colour(v) for v in hashers["variant"]], alpha=0.8)
+    ratios = hashers["limit_ratio"].to_numpy(dtype=float)
+    err = np.vstack([ratios - hashers["limit_low"].to_numpy(dtype=float),
+                     hashers["limit_high"].to_numpy(dtype=float) - ratios])
+    ax.errorbar(ratios, range(len(hashers)), xerr=err, fmt="none", ecolor="#555555", capsize=3,
+                linewidth=1)
+    ax.scatter(ratios, range(len(hashers)), color=[colour(v) for v in hashers["variant"]], s=40, zorder=3)
     ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
     for y, row in hashers.iterrows():
-        if row["median_s"] != row["median_s"]:
-            ax.text(0.01, y, "all executions failed", va="center", fontsize=8, color="#d62728")
+        if row["limit_ratio"] != row["limit_ratio"]:
+            ax.text(0.01, y, "no executions in a round with a limit", va="center", fontsize=8,
+                    color="#d62728", transform=ax.get_yaxis_transform())
             continue
-        parts = [f"{row['limit_ratio']:.0%} of limit"]
+        parts = [f"{row['limit_ratio']:.2f} [{row['limit_low']:.2f}, {row['limit_high']:.2f}]"]
         parts += [f"×{row[f'speedup_{t}']:.2f} vs {t}" for t in ("b3sum", "cat")
                   if row[f"speedup_{t}"] == row[f"speedup_{t}"]]
-        ax.text(row["limit_ratio"], y, "  " + ", ".join(parts), va="center", fontsize=8,
+        ax.text(row["limit_high"], y, "  " + ", ".join(parts), va="center", fontsize=8,
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
     ax.set_yticks(range(len(hashers)), [short_label(command_name(x)) for x in hashers["label"]],
                   fontsize=8)
-    ax.set_xlim(0, max(1.05, float(np.nanmax(ratios))) * 1.45)
-    limit = speed_limit(run)
+    low = float(np.nanmin(hashers["limit_low"])) if hashers["limit_low"].notna().any() else 1.0
+    high = float(np.nanmax(hashers["limit_high"])) if hashers["limit_high"].notna().any() else 1.0
+    ax.set_xlim(min(0.95, low - 0.05), 1 + (max(high, 1.05) - 1) * 1.8 + 0.1)
     refs = []
     for tool in ("b3sum", "cat"):
         ref = reference(stats, tool)
         if ref is not None:
             refs.append(f"{tool} = {ref['label']} ({ref['median_s']:.3f} s)")
-    ax.set_xlabel(f"median throughput / speed limit ({_gbps(limit)} GB/s); 1.0 = as fast as fio reads")
+    ax.set_xlabel(f"time / speed limit in the same round (median, 95% interval); 1.0 = as fast as the "
+                  f"fastest plain read ({limit.seconds:.3f} s median, {short_label(limit.set_by)} in "
+                  f"{limit.set_by_rounds} of {len(limit.set_in_round)} rounds)")
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(f"Hasher throughput as a fraction of the speed limit"
+    ax.set_title(f"Hasher time relative to the speed limit"
                  f"{'; speed-ups vs ' + ', '.join(refs) if refs else ''}\n{subtitle(run, size)}",
                  fontsize=10)
     return fig

@@ -13,7 +13,9 @@ from pathlib import Path
 import pandas as pd
 
 from harness import results as harness_results
+from harness import verdict
 from harness.results import succeeded
+from harness.verdict import SpeedLimit
 
 RUNS_CSV = harness_results.RUNS_CSV
 META_JSON = harness_results.META_JSON
@@ -150,16 +152,11 @@ def command_stats(runs: pd.DataFrame) -> pd.DataFrame:
     return stats
 
 
-def speed_limit(run: Run) -> float | None:
-    """The run's speed limit in bytes/s: meta.json's `speed_limit.limit_Bps`, or recomputed
-    from runs.csv with the harness's own function when meta.json lacks it."""
-    limit = (run.meta.get("speed_limit") or {}).get("limit_Bps")
-    if limit:
-        return float(limit)
-    if not len(run.runs):
-        return None
-    limit = harness_results.speed_limit(run.runs)["limit_Bps"]
-    return float(limit) if limit else None
+def speed_limit(run: Run, file_size: int | None = None) -> SpeedLimit | None:
+    """The speed limit of the run's file of that size (default: the largest), recomputed from
+    runs.csv by the harness's one definition (harness/verdict.py); None without a reader."""
+    runs = run.runs if file_size is None else run.runs[run.runs["file_size"] == file_size]
+    return verdict.speed_limit(runs)
 
 
 def load_trace(run: Run, label: str) -> pd.DataFrame:

@@ -1,7 +1,9 @@
-"""Write a run's report: every chart as PNG and SVG, summary.md and a self-contained report.html.
+"""Write a run's report: every chart as PNG and SVG, summary.md, summary.json and a
+self-contained report.html.
 
 The first run directory given is the one reported on; the others only join the across-runs
-chart. summary.md is the source of the HTML page's text (a small Markdown subset).
+chart. summary.md is the source of the HTML page's text (a small Markdown subset); it opens with
+the headline (harness/verdict.py), as summary.json does.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
-import numpy as np
 
 from analysis import charts
 from analysis.load import Run, command_stats, speed_limit, succeeded
+from harness import results as harness_results
+from harness import verdict
 
 matplotlib.rcParams["svg.hashsalt"] = "ringsum"  # stable element ids: same data, same SVG
 SAVE_OPTIONS = {"dpi": 110, "bbox_inches": "tight"}
@@ -78,11 +81,27 @@ def _num(v: float, digits: int = 2) -> str:
     return "-" if v is None or v != v else f"{v:.{digits}f}"
 
 
-def _argv(run: Run, label: str) -> list[str] | None:
-    for command in run.plan.get("commands", []):
-        if command.get("label") == label:
-            return [str(a) for a in command.get("argv", [])]
-    return None
+def _interval(low: float, high: float) -> str:
+    return "-" if low != low else f"{low:.3f}–{high:.3f}"
+
+
+def _argvs(run: Run) -> dict[str, list[str]]:
+    """label -> argv of every command in plan.json."""
+    return {str(c.get("label")): [str(a) for a in c.get("argv", [])] for c in run.plan.get("commands", [])}
+
+
+def _cache(run: Run) -> str:
+    return "/".join(sorted(run.runs["cache"].dropna().unique()))
+
+
+def headline_markdown(run: Run) -> list[str]:
+    """The headline (harness/verdict.py) as a section of bullets."""
+    h = verdict.headline(run.runs, _cache(run), _argvs(run))
+    lines = [f"## {h.title()}", ""]
+    for what, text in h.items():
+        shown = f"`{text}`" if what == "command" else text
+        lines.append(f"- **{what}**: {shown}")
+    return lines
 
 
 def _machine_lines(run: Run) -> list[str]:
@@ -107,15 +126,13 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
     run = runs[0]
     df = run.runs
     limit = speed_limit(run)
-    lim_meta = run.meta.get("speed_limit") or {}
-    stats = command_stats(df)
-    stats["limit_ratio"] = stats["median_Bps"] / limit if limit else np.nan
+    stats = charts.with_limit_ratios(command_stats(df), df)
     stats = stats.sort_values(["file_size", "median_s"], na_position="last")
     sizes = sorted(int(s) for s in df["file_size"].dropna().unique())
     files = ", ".join(f"`{f}`" for f in df["file"].dropna().unique())
     config = (run.meta.get("options") or {}).get("config_path") or \
         (run.meta.get("config") or {}).get("path", "?")
-    lines = [f"# ringsum report: {run.path.name}", "",
+    lines = [f"# ringsum report: {run.path.name}", "", *headline_markdown(run), "", "## Run", "",
              f"- run directory: `{run.path}`",
              f"- date: {run.meta.get('started_at', '?')} to {run.meta.get('finished_at') or 'unfinished'}",
              f"- config: `{config}`, git commit `{str(run.meta.get('git_commit') or '?')[:12]}`"
@@ -126,17 +143,18 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
              f" ({int(succeeded(df).sum())} successful)",
              *_machine_lines(run)]
     if limit:
-        source = lim_meta.get("fio_best_label") or "recomputed from runs.csv"
-        lines.append(f"- speed limit: {limit / 1e9:.3f} GB/s ({source}),"
-                     f" i.e. {sizes[-1] / limit:.3f} s for the {charts.size_text(sizes[-1])} file")
+        lines.append(f"- speed limit ({charts.size_text(limit.file_size)} file): {limit.text()}")
     else:
-        lines.append("- speed limit: unknown (no fio rows)")
+        lines.append(f"- speed limit: unknown (no successful read-only command: {', '.join(verdict.READ_TOOLS)})")
 
     lines += ["", "## Commands", "",
               "Wall time over the successful executions (exit code 0, hash not wrong), sorted by"
-              " median.", "",
-              "| command | min (s) | median (s) | max (s) | GB/s | of limit | n | status |",
-              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+              " median. × limit: the command's time / the speed limit (the fastest plain read) in the"
+              " same round, median over rounds and its 95% interval; fio counts by its own read"
+              " runtime there, its wall time includes its start-up. No read-only command can be"
+              " below 1.", "",
+              "| command | min (s) | median (s) | max (s) | GB/s | × limit | 95% interval | n | status |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
     for r in stats.itertuples():
         if r.n == 0:
             status = f"FAILED ({r.failed} of {r.failed})"
@@ -147,7 +165,8 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
         else:
             status = "ok"
         lines.append(f"| {r.label} | {_sec(r.min_s)} | {_sec(r.median_s)} | {_sec(r.max_s)} |"
-                     f" {_num(r.median_Bps / 1e9, 3)} | {_num(r.limit_ratio, 3)} | {r.n} | {status} |")
+                     f" {_num(r.median_Bps / 1e9, 3)} | {_num(r.limit_ratio, 3)} |"
+                     f" {_interval(r.limit_low, r.limit_high)} | {r.n} | {status} |")
     suspect = df[succeeded(df) & df["error"].fillna("").ne("")]
     if len(suspect):
         lines += ["", f"{len(suspect)} successful executions carry a warning (counted above):"]
@@ -163,13 +182,15 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
                           for t, r in refs.items() if r is not None)
     lines.append("Speed-up = reference median / configuration median"
                  + (f"; references: {refs_text}." if refs_text else " (no b3sum or cat in the run)."))
-    lines += ["", "| variant | best configuration | median (s) | GB/s | of limit | vs b3sum | vs cat |",
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines += ["", "| variant | best configuration | median (s) | GB/s | × limit | 95% interval | vs b3sum |"
+                  " vs cat |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in best.itertuples():
         lines.append(f"| {r.variant} | {r.label} | {_sec(r.median_s)} | {_num(r.median_Bps / 1e9, 3)} |"
-                     f" {_num(r.limit_ratio, 3)} | {_num(r.speedup_b3sum, 3)} | {_num(r.speedup_cat, 3)} |")
+                     f" {_num(r.limit_ratio, 3)} | {_interval(r.limit_low, r.limit_high)} |"
+                     f" {_num(r.speedup_b3sum, 3)} | {_num(r.speedup_cat, 3)} |")
     if not len(best):
-        lines.append("| - | no successful hasher execution | - | - | - | - | - |")
+        lines.append("| - | no successful hasher execution | - | - | - | - | - | - |")
 
     lines += ["", "## Reproduce the best configurations", "",
               "Each was timed with the page cache dropped first:"
@@ -177,8 +198,9 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
     lines.append("```sh")
     if "cold" in set(df["cache"].dropna()):
         lines.append("sync; echo 1 > /proc/sys/vm/drop_caches")
+    argvs = _argvs(run)
     for r in best.itertuples():
-        argv = _argv(run, r.label)
+        argv = argvs.get(r.label)
         lines.append(shlex.join(argv) if argv else f"# {r.label}: not in plan.json")
     lines.append("```")
 
@@ -284,5 +306,7 @@ def write_report(runs: list[Run], out: Path | None = None,
         report.charts.append(chart)
     summary = summary_markdown(runs, report)
     (out / "summary.md").write_text(summary, encoding="utf-8")
+    harness_results.write_json_atomic(out / harness_results.SUMMARY_JSON,
+                                      verdict.summary_json(runs[0].runs, _cache(runs[0]), _argvs(runs[0])))
     report.html_path.write_text(report_html(summary, report), encoding="utf-8")
     return report

@@ -47,6 +47,7 @@ Schema (all keys optional unless noted)::
     b3sum = { num_threads = [1, 2, "all"], no_mmap = [false, true] }
     xxhsum = { algo = ["xxh64"] }
     fio = { bs = ["512K"], iodepth = [2, 4], direct = [true] }
+    limit = true               # add the `limit` group (LIMIT_BASELINES) of read-only commands
 """
 
 from __future__ import annotations
@@ -65,6 +66,19 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 HASHER_VARIANTS = ("liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread", "uring_b3sum")
 BASELINE_TOOLS = ("cat", "dd", "b3sum", "xxhsum", "fio")
+READ_TOOLS = ("cat", "dd", "fio")  # read the file and nothing else: the speed limit is the fastest of them
+# The `limit` group every config gets unless `[baselines] limit = false`: enough read-only commands
+# to find the fastest plain read of the file (cat's read-ahead, small and large buffered reads,
+# io_uring reads buffered and O_DIRECT, shallow with the article's best and deep). Commands the
+# config already has are not added twice.
+LIMIT_BASELINES: dict[str, Any] = {
+    "cat": {},
+    "dd": {"bs": ["64K", "1M", "2M"]},
+    "fio": [{"bs": "512K", "iodepth": 2, "direct": True},
+            {"bs": "2M", "iodepth": 8, "direct": True},
+            {"bs": "512K", "iodepth": 8, "direct": False}],
+}
+LIMIT_KEY = "baselines.limit"
 XXH_ALGOS = {"xxh32": 0, "xxh64": 1, "xxh128": 2, "xxh3": 3}
 
 
@@ -263,6 +277,7 @@ class Config:
     run: RunSettings
     groups: tuple[Group, ...]
     raw: dict[str, Any]  # the TOML as parsed, for meta.json
+    limit_groups: tuple[Group, ...] = ()  # the `limit` group (LIMIT_BASELINES), unless turned off
 
     def bin_dir(self) -> Path:
         d = self.run.bin_dir or os.environ.get("RINGSUM_BIN_DIR") or "build/bin"
@@ -279,6 +294,15 @@ class Config:
             if isinstance(v, Buffers):
                 return str(v)
             return v
+
+        def group(g: Group) -> dict[str, Any]:
+            return {
+                "kind": g.kind, "name": g.name, "variant": g.variant, "path": g.path,
+                "style": g.style,
+                "grid": {k: [conv(x) for x in v] for k, v in g.grid.items()},
+                "exclude": [{k: [conv(x) for x in v] for k, v in e.items()} for e in g.exclude],
+                "constraints": [c.text for c in g.constraints],
+            }
 
         return {
             "path": self.path,
@@ -298,16 +322,8 @@ class Config:
                 "resident_tolerance": self.run.resident_tolerance,
                 "nominal": vars(self.run.nominal),
             },
-            "groups": [
-                {
-                    "kind": g.kind, "name": g.name, "variant": g.variant, "path": g.path,
-                    "style": g.style,
-                    "grid": {k: [conv(x) for x in v] for k, v in g.grid.items()},
-                    "exclude": [{k: [conv(x) for x in v] for k, v in e.items()} for e in g.exclude],
-                    "constraints": [c.text for c in g.constraints],
-                }
-                for g in self.groups
-            ],
+            "groups": [group(g) for g in self.groups],
+            "limit_groups": [group(g) for g in self.limit_groups],
             "toml": self.raw,
         }
 
@@ -537,35 +553,47 @@ def parse_config(text: str, path: str) -> Config:
         groups.append(_parse_group(ctx, "hasher", ctx.table(h, key), key, ""))
 
     baselines = ctx.table(raw.get("baselines", {}), "baselines")
-    ctx.check_keys(baselines, "baselines", set(BASELINE_TOOLS))
+    ctx.check_keys(baselines, "baselines", {*BASELINE_TOOLS, "limit"})
+    groups += _baseline_groups(ctx, baselines, "baselines", "")
+    limit = baselines.get("limit", True)
+    if not isinstance(limit, bool):
+        raise ctx.err(LIMIT_KEY, f"expected true or false, got {_show(limit)}")
+    limit_groups = _baseline_groups(ctx, LIMIT_BASELINES, LIMIT_KEY, "limit-") if limit else []
+
+    if not groups:
+        raise ctx.err("", "no commands: add [[hashers]] or [baselines]")
+    seen: dict[str, str] = {}
+    for g in groups + limit_groups:
+        if g.name in seen:
+            raise ctx.err(f"{g.key}.name", f"duplicate group name {g.name!r} (also {seen[g.name]})")
+        seen[g.name] = g.key
+    return Config(path=path, run=run, groups=tuple(groups), raw=raw, limit_groups=tuple(limit_groups))
+
+
+def _baseline_groups(ctx: _Ctx, baselines: dict[str, Any], where: str, prefix: str) -> list[Group]:
+    """The groups of a [baselines] table: per tool true, false, a table or a list of tables."""
+    groups = []
     for tool in BASELINE_TOOLS:
         if tool not in baselines:
             continue
         value = baselines[tool]
-        key = f"baselines.{tool}"
+        key = f"{where}.{tool}"
         if value is False:
             continue
         if value is True:
             value = {}
         if isinstance(value, dict):
-            groups.append(_parse_group(ctx, tool, value, key, tool))
+            groups.append(_parse_group(ctx, tool, value, key, prefix + tool))
         elif isinstance(value, list):
             if not value:
                 raise ctx.err(key, "empty list; give at least one table or use false")
             for j, t in enumerate(value):
                 k = f"{key}[{j}]"
-                groups.append(_parse_group(ctx, tool, ctx.table(t, k), k, tool if j == 0 else f"{tool}-{j}"))
+                name = prefix + (tool if j == 0 else f"{tool}-{j}")
+                groups.append(_parse_group(ctx, tool, ctx.table(t, k), k, name))
         else:
             raise ctx.err(key, f"expected true, false, a table or a list of tables, got {_show(value)}")
-
-    if not groups:
-        raise ctx.err("", "no commands: add [[hashers]] or [baselines]")
-    seen: dict[str, str] = {}
-    for g in groups:
-        if g.name in seen:
-            raise ctx.err(f"{g.key}.name", f"duplicate group name {g.name!r} (also {seen[g.name]})")
-        seen[g.name] = g.key
-    return Config(path=path, run=run, groups=tuple(groups), raw=raw)
+    return groups
 
 
 def load_config(path: str | os.PathLike[str]) -> Config:

@@ -15,7 +15,7 @@ from harness.units import format_size
 
 FIO_JSON = "{FIO_JSON}"  # placeholder in fio argv, replaced by a fresh path per execution
 HASHING_TOOLS = ("hasher", "b3sum")  # tools whose stdout is b3sum-format and is checked
-SPEED_LIMIT_GROUP = "speed-limit"
+BLAKE3_GROUP = "blake3-in-memory"
 
 
 class PlanError(Exception):
@@ -205,7 +205,7 @@ def _commands_for(config: Config, group: Group, knobs: dict[str, Any], f: FileSp
     raise AssertionError(f"unknown group kind {group.kind}")
 
 
-def speed_limit_groups(config: Config) -> list[Group]:
+def blake3_groups(config: Config) -> list[Group]:
     """Warm mode measures single-core and all-core BLAKE3 speed: b3sum 1 thread and default."""
     have = set()
     for g in config.groups:
@@ -216,7 +216,7 @@ def speed_limit_groups(config: Config) -> list[Group]:
     missing = tuple(nt for nt in (1, None) if nt not in have)
     if not missing:
         return []
-    return [Group(kind="b3sum", name=SPEED_LIMIT_GROUP, variant="b3sum",
+    return [Group(kind="b3sum", name=BLAKE3_GROUP, variant="b3sum",
                   grid={"num_threads": missing, "no_mmap": (False,)}, key="(added for warm mode)")]
 
 
@@ -226,21 +226,28 @@ def build_plan(config: Config, files: list[FileSpec]) -> Plan:
     groups = list(config.groups)
     notes = []
     if config.run.cache == "warm":
-        extra = speed_limit_groups(config)
+        extra = blake3_groups(config)
         if extra:
             groups += extra
-            notes.append("warm mode: added b3sum --num-threads 1 / default for the BLAKE3 speed limit")
+            notes.append("warm mode: added b3sum --num-threads 1 / default for BLAKE3's in-memory speed")
     commands: list[Command] = []
     seen: dict[str, str] = {}
     slugs: set[str] = set()
+    added: list[str] = []  # commands of the limit group the config did not have
     for f in files:
         tag = f" [{Path(f.path).name}]" if len(files) > 1 else ""
-        for g in groups:
+        for g in groups + list(config.limit_groups):
             for knobs in _expand_grid(g):
                 c = _commands_for(config, g, knobs, f, tag)
                 if c.label in seen:
-                    notes.append(f"group {g.name}: {c.label!r} already in group {seen[c.label]}; kept once")
+                    if g not in config.limit_groups:  # the limit group overlaps the config's own readers on purpose
+                        notes.append(f"group {g.name}: {c.label!r} already in group {seen[c.label]}; kept once")
                     continue
+                if g in config.limit_groups:
+                    if c.tool == "fio" and f.size % (c.block_size or 1):
+                        continue  # fio would not read the file's tail: not the same bytes
+                    if f is files[0]:
+                        added.append(c.label)
                 seen[c.label] = g.name
                 slug = base = _slugify(c.label)
                 n = 2
@@ -254,6 +261,9 @@ def build_plan(config: Config, files: list[FileSpec]) -> Plan:
     for g in groups:
         if not _expand_grid(g):
             notes.append(f"group {g.name}: every combination excluded; it runs nothing")
+    if added:
+        notes.append(f"speed limit: added the read-only commands {', '.join(added)} "
+                     "(the limit group; `[baselines] limit = false` turns it off)")
     return Plan(commands=commands, files=list(files), rounds=config.run.rounds,
                 runs_per_round=config.run.runs_per_round, cache=config.run.cache, notes=notes)
 

@@ -1,8 +1,6 @@
-"""The results of a run: the runs.csv record and its writer/reader, meta.json, the speed limit
-and the summary table.
-
-`speed_limit()` and `summarize()` are pure functions over the runs table (a pandas DataFrame as
-returned by `read_runs()`), so `ringsum report` can reuse them.
+"""The results of a run: the runs.csv record and its writer/reader, meta.json, and the per-command
+reduction of the runs table (`per_command()`). What the numbers say (the speed limit, the summary,
+the headline) is harness/verdict.py.
 """
 
 from __future__ import annotations
@@ -16,12 +14,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from harness.config import HASHER_FLAGS
-from harness.units import format_rate
 
 RUNS_CSV = "runs.csv"
 META_JSON = "meta.json"
 PLAN_JSON = "plan.json"
 SUMMARY_TXT = "summary.txt"
+SUMMARY_JSON = "summary.json"
 
 
 @dataclass
@@ -210,7 +208,7 @@ def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-# --- speed limit and summary (pure functions over the runs table) ---
+# --- reductions of the runs table ---
 
 def succeeded(runs: Any) -> Any:
     """Mask of the executions that count, for every figure ringsum reports: exit code 0, a wall
@@ -222,39 +220,6 @@ def succeeded(runs: Any) -> Any:
 
 def _ok(df: Any) -> Any:
     return df[succeeded(df)]
-
-
-def speed_limit(runs: Any, cache: str | None = None) -> dict[str, Any]:
-    """The fastest the file could be hashed in this run.
-
-    fio_best_Bps: best fio read bandwidth (median per fio command, then the max over commands).
-    blake3_single_core_Bps / blake3_all_core_Bps: warm mode only, the median throughput of
-    `b3sum --num-threads 1` and of `b3sum` (all threads), both with mmap.
-    limit_Bps: the smallest of those that are known.
-    """
-    df = _ok(runs)
-    if cache is None:
-        caches = set(runs["cache"].dropna().unique()) if len(runs) else set()
-        cache = caches.pop() if len(caches) == 1 else "cold"
-    out: dict[str, Any] = {"fio_best_Bps": None, "fio_best_label": None,
-                           "blake3_single_core_Bps": None, "blake3_all_core_Bps": None,
-                           "limit_Bps": None}
-    fio = df[(df["tool"] == "fio") & df["fio_bw_Bps"].notna()]
-    if len(fio):
-        med = fio.groupby("label")["fio_bw_Bps"].median()
-        out["fio_best_label"] = str(med.idxmax())
-        out["fio_best_Bps"] = float(med.max())
-    if cache == "warm":
-        b3 = df[(df["tool"] == "b3sum") & (df["mmap"] == True)]  # noqa: E712 (nullable)
-        one = b3[b3["num_threads"] == 1]["throughput_Bps"]
-        all_ = b3[b3["num_threads"].isna()]["throughput_Bps"]
-        if len(one):
-            out["blake3_single_core_Bps"] = float(one.median())
-        if len(all_):
-            out["blake3_all_core_Bps"] = float(all_.median())
-    known = [out[k] for k in ("fio_best_Bps", "blake3_all_core_Bps") if out[k]]
-    out["limit_Bps"] = min(known) if known else None
-    return out
 
 
 def per_command(runs: Any) -> Any:
@@ -276,54 +241,6 @@ def per_command(runs: Any) -> Any:
             "resident_max": float(g["resident_before"].max()) if g["resident_before"].notna().any() else None,
         })
     return pd.DataFrame(rows)
-
-
-def summarize(runs: Any, cache: str | None = None) -> str:
-    """The summary table printed at the end of a run (and saved as summary.txt)."""
-    if not len(runs):
-        return "no runs recorded\n"
-    lim = speed_limit(runs, cache)
-    limit = lim["limit_Bps"]
-    table = per_command(runs).sort_values("throughput_Bps", ascending=False, na_position="last")
-    width = max(20, min(60, int(table["label"].str.len().max())))
-    lines = [f"{'command':<{width}}  {'n':>3}  {'median':>8}  {'min':>8}  {'max':>8}  "
-             f"{'throughput':>11}  {'of limit':>8}  hash"]
-
-    def sec(v: Any) -> str:
-        return "-" if v is None or v != v else f"{v:.3f} s"
-
-    for r in table.itertuples():
-        ratio = f"{r.throughput_Bps / limit * 100:.0f} %" if limit and r.throughput_Bps else "-"
-        n = f"{r.n}" + (f"+{r.failed}!" if r.failed else "")
-        label = r.label if len(r.label) <= width else r.label[: width - 1] + "…"
-        lines.append(f"{label:<{width}}  {n:>3}  {sec(r.median_s):>8}  {sec(r.min_s):>8}  "
-                     f"{sec(r.max_s):>8}  {format_rate(r.throughput_Bps):>11}  {ratio:>8}  {r.hash}")
-    lines.append("")
-
-    def best(mask: Any) -> str:
-        t = table[mask & table["throughput_Bps"].notna()]
-        if not len(t):
-            return "-"
-        r = t.iloc[0]
-        return f"{r['label']}  {format_rate(r['throughput_Bps'])}  (median {sec(r['median_s'])})"
-
-    if lim["fio_best_Bps"]:
-        lines.append(f"speed limit (fio): {format_rate(lim['fio_best_Bps'])}  ({lim['fio_best_label']})")
-    else:
-        lines.append("speed limit (fio): - (no fio rows)")
-    if lim["blake3_single_core_Bps"] or lim["blake3_all_core_Bps"]:
-        lines.append(f"BLAKE3 in memory:  single core {format_rate(lim['blake3_single_core_Bps'])}, "
-                     f"all cores {format_rate(lim['blake3_all_core_Bps'])}")
-    lines.append(f"best hasher:       {best(table['tool'] == 'hasher')}")
-    lines.append(f"best b3sum:        {best(table['tool'] == 'b3sum')}")
-    lines.append(f"cat:               {best(table['tool'] == 'cat')}")
-    bad = table[table["hash"] == "MISMATCH"]
-    for r in bad.itertuples():
-        lines.append(f"HASH MISMATCH:     {r.label}")
-    fails = table[table["failed"] > 0]
-    for r in fails.itertuples():
-        lines.append(f"FAILED RUNS:       {r.label}: {r.failed}")
-    return "\n".join(lines) + "\n"
 
 
 def records_to_dicts(recs: Iterable[RunRecord]) -> list[dict[str, Any]]:

@@ -9,7 +9,8 @@ Run directory layout (results/<YYYYmmddTHHMMSSZ>-<host>/)::
     runs.csv          one row per timed execution, appended + fsync'd as each finishes
     raw/              hyperfine JSON (r001-<slug>.json), fio JSON, captured stdout, prepare logs
     traces/           <slug>.csv from one untimed --trace run per hasher configuration; index.csv
-    summary.txt       the summary table
+    summary.txt       the summary table and the headline (what to use), as printed at the end
+    summary.json      the headline, the speed limit and every command's ratio to it, machine-readable
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Any, Callable, TextIO
 
 from harness import cache as cachemod
 from harness import results as res
-from harness import counters, sysinfo, system
+from harness import counters, sysinfo, system, verdict
 from harness.config import (HASHER_FLAGS, REPO_ROOT, Config, ConfigError, load_config,  # noqa: F401 (re-export)
                             with_baseline_build)
 from harness.fio import FioError, parse_fio_file
@@ -429,6 +430,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
                 fr = parse_fio_file(fio_path)
                 rec.fio_bw_Bps, rec.fio_runtime_s = fr.bw_Bps, fr.runtime_s
                 if fr.io_bytes and fr.io_bytes != cmd.file_size:
+                    rec.bytes = fr.io_bytes  # it then cannot count for the speed limit
                     errors.append(f"fio read {fr.io_bytes} bytes, not {cmd.file_size}")
             except FioError as e:
                 errors.append(str(e))
@@ -761,17 +763,22 @@ def stopped(state: RunState, reason: str) -> int:
 def finish(state: RunState) -> int:
     run_dir = state.run_dir
     df = res.read_runs(run_dir / res.RUNS_CSV)
-    lim = res.speed_limit(df, state.plan.cache)
+    cache = state.plan.cache
     meta = res.read_json(run_dir / res.META_JSON)
-    meta["speed_limit"] = lim
+    meta["speed_limit"] = verdict.meta_speed_limit(df, cache)
     meta["finished_at"] = iso(utcnow())
     meta["outcome"] = {"hash_mismatches": state.mismatches, "failures": state.failures,
                        "warnings": state.warnings[:200]}
     res.write_json_atomic(run_dir / res.META_JSON, meta)
-    summary = res.summarize(df, state.plan.cache)
+    argv = {c.label: list(c.argv) for c in state.plan.commands}
+    res.write_json_atomic(run_dir / res.SUMMARY_JSON, verdict.summary_json(df, cache, argv))
+    summary = verdict.summarize(df, cache, argv)
     (run_dir / res.SUMMARY_TXT).write_text(summary)
     print(summary, end="")
     print(f"run directory: {run_dir}")
+    for what, text in verdict.headline(df, cache).items():
+        if what == "FINDING":
+            _log(f"ringsum: FINDING: {text}")
     resident_warn = [w for w in state.warnings if "resident" in w]
     if resident_warn:
         _log(f"WARNING: {len(resident_warn)} runs started with the file (partly) in the page cache; "

@@ -13,8 +13,10 @@ normal `ringsum run` (cache drops, hash checks, the machine lock) into the tune 
 3. semifinal: the best 10 so far re-measured together, 3 rounds, so the finalists are not picked
    by one lucky execution on a noisy disk.
 4. final: the 3 best of the semifinal, plus the best `uring_b3sum` if none of them is one,
-   interleaved in 5 rounds with fio at their block sizes and depths (the speed limit) and b3sum.
-   The winner is the finalist with the lowest median in this stage.
+   interleaved in 5 rounds with b3sum, fio at their block sizes and depths, and the limit group's
+   readers (the speed limit: per round, the fastest plain read). The winner is the finalist with
+   the lowest median in this stage, unless others are tied with it (their per-round ratio's
+   interval contains 1, harness/stats.py): then the tie-break rule (`TIE_BREAK`) picks among them.
 
 Hasher executions are capped at a quarter of the full grid's (points x rounds) and `--budget`
 caps the estimated time (`ringsum plan`'s estimate, scaled by how long the stages so far really
@@ -46,6 +48,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from harness import results as res
+from harness import stats, verdict
 from harness.config import HASHER_FLAGS, REPO_ROOT, Config, load_config, parse_config
 from harness.plan import Command, FileSpec, build_plan, estimate
 from harness.units import format_rate, format_size
@@ -64,6 +67,8 @@ COMPARE_ROUNDS = 10  # tune's winner against the grid's best
 GRID_FRACTION = Fraction(1, 4)  # hasher executions allowed, as a fraction of the full grid's
 DEFAULT_VARIANT = "uring_b3sum"  # the program users run: tuned.options is its best setting
 OPTIONS_NAME = "uring_b3sum.options"
+TIE_BREAK = ("the least buffer memory (block size x buffers), then the fewest options switched on, "
+             "then the lower median")
 
 
 class TuneError(Exception):
@@ -181,6 +186,7 @@ class Stage:
     rounds: int
     fio: list[tuple[int, int, bool]] = field(default_factory=list)  # (bs, iodepth, direct)
     b3sum: bool = False
+    limit: bool = False  # the limit group's readers (config.LIMIT_BASELINES)
 
 
 @dataclass
@@ -190,8 +196,9 @@ class StageResult:
     baseline_runs: int
     elapsed_s: float
     run_dir: str | None = None
-    speed_limit: dict[str, Any] = field(default_factory=dict)
-    b3sum_median_s: float | None = None
+    times: dict[str, verdict.RoundTimes] = field(default_factory=dict)  # label -> round -> seconds, baselines too
+    limit: verdict.SpeedLimit | None = None
+    b3sum: str | None = None  # the fastest b3sum command
     fingerprint_id: str | None = None
     failed: list[str] = field(default_factory=list)  # labels with a failed or mismatched execution
     mismatched: list[str] = field(default_factory=list)  # labels that printed a wrong hash
@@ -220,14 +227,13 @@ def config_text(space: Space, stage: Stage, comment: str = "") -> str:
                   f"block_size = {_toml(format_size(c.block_size or 0))}", f"queue_depth = {c.queue_depth}",
                   f"buffers = {c.buffers}"]
         lines += [f"{k} = true" for k in HASHER_FLAGS if getattr(c, k)]
-    if stage.fio or stage.b3sum:
-        lines += ["", "[baselines]"]
-        if stage.b3sum:
-            lines.append("b3sum = true")
-        if stage.fio:
-            tables = [f"{{ bs = {_toml(format_size(bs))}, iodepth = {qd}, direct = {_toml(d)} }}"
-                      for bs, qd, d in stage.fio]
-            lines.append(f"fio = [{', '.join(tables)}]")
+    lines += ["", "[baselines]", f"limit = {_toml(stage.limit)}"]
+    if stage.b3sum:
+        lines.append("b3sum = true")
+    if stage.fio:
+        tables = [f"{{ bs = {_toml(format_size(bs))}, iodepth = {qd}, direct = {_toml(d)} }}"
+                  for bs, qd, d in stage.fio]
+        lines.append(f"fio = [{', '.join(tables)}]")
     return "\n".join(lines) + "\n"
 
 
@@ -292,14 +298,14 @@ def read_stage(run_dir: Path) -> StageResult:
         if r.hash_ok is False and r.label not in mismatched:
             mismatched.append(r.label)
     started, finished = _parse_time(meta.get("started_at")), _parse_time(meta.get("finished_at"))
-    b3 = df[(df["tool"] == "b3sum") & df["num_threads"].isna() & (df["mmap"] == True)]  # noqa: E712
-    b3_walls = [w for lbl in dict.fromkeys(b3["label"]) for w in walls.get(lbl, [])]
+    times = verdict.by_round(df)
+    b3sums = verdict.fastest(times, list(dict.fromkeys(df.loc[df["tool"] == "b3sum", "label"])))
     return StageResult(
         walls=walls, hasher_runs=int((df["tool"] == "hasher").sum()),
         baseline_runs=int((df["tool"] != "hasher").sum()),
         elapsed_s=(finished - started).total_seconds() if started and finished else 0.0,
-        run_dir=str(run_dir), speed_limit=res.speed_limit(df, meta["config"]["run"]["cache"]),
-        b3sum_median_s=median(b3_walls),
+        run_dir=str(run_dir), times=times, limit=verdict.speed_limit(df),
+        b3sum=b3sums[0][0] if b3sums else None,
         fingerprint_id=(meta.get("fingerprint") or {}).get("fingerprint_id"), failed=failed,
         mismatched=mismatched)
 
@@ -341,17 +347,20 @@ class Outcome:
     winner: str
     winner_median_s: float
     finalists: list[tuple[str, float]]  # final-stage medians, fastest first
-    best_default: tuple[str, float] | None  # best uring_b3sum finalist
+    best_default: tuple[str, float] | None  # best uring_b3sum finalist (tie-broken like the winner)
+    tied: list[str]  # the finalists tied with the fastest, the fastest first; empty when none is
     hasher_runs: int
     baseline_runs: int
     grid_runs: int
     grid_points: int
     file_size: int
     final_rounds: int
-    speed_limit: dict[str, Any]
-    b3sum_median_s: float | None
+    speed_limit: dict[str, Any]  # verdict.SpeedLimit.to_json() of the final stage ({} without readers)
+    vs_limit: dict[str, Any] | None  # the winner's time / the speed limit, per round (stats.Estimate)
+    vs_b3sum: dict[str, Any] | None  # the winner against the fastest b3sum (verdict.Versus)
     fingerprint_id: str | None
     cuts: list[str]
+    tie_break: str = TIE_BREAK
 
 
 def _final_points(space: Space, order: list[str]) -> list[Command]:
@@ -445,7 +454,23 @@ def _first_stages(space: Space) -> tuple[Stage, int]:
 
 
 def _final_stage(points: list[Command], rounds: int) -> Stage:
-    return Stage("final", points, rounds, fio=fio_for(points), b3sum=True)
+    return Stage("final", points, rounds, fio=fio_for(points), b3sum=True, limit=True)
+
+
+def pick(space: Space, r: StageResult, finalists: list[tuple[str, float]]) -> tuple[str, float, list[str]]:
+    """The fastest of `finalists` (label, median; fastest first), or, when others are tied with it
+    in r's rounds, the first of the tied by TIE_BREAK. Returns (label, median, tied labels)."""
+    medians = dict(finalists)
+    best = finalists[0][0]
+    tied = [best, *verdict.tied_with(r.times, best, list(medians))]
+
+    def rule(label: str) -> tuple[int, int, float]:
+        c = space.by_label[label]
+        switched_on = sum(bool(getattr(c, k)) for k in HASHER_FLAGS)
+        return (c.block_size or 0) * (c.buffers or 0), switched_on, medians[label]
+
+    winner = min(tied, key=rule)
+    return winner, medians[winner], tied if len(tied) > 1 else []
 
 
 def check_limits(space: Space, budget_s: float | None) -> None:
@@ -520,12 +545,18 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
     finalists = ranked(r.walls, [c.label for c in final.points])
     if not finalists:
         raise TuneError(f"every finalist failed in the final stage; see {r.run_dir}")
-    best_default = next(((lbl, m) for lbl, m in finalists if space.by_label[lbl].variant == DEFAULT_VARIANT), None)
-    return Outcome(stages=book.stages, winner=finalists[0][0], winner_median_s=finalists[0][1],
-                   finalists=finalists, best_default=best_default, hasher_runs=book.runs,
+    winner, winner_median, tied = pick(space, r, finalists)
+    defaults = [(lbl, m) for lbl, m in finalists if space.by_label[lbl].variant == DEFAULT_VARIANT]
+    best_default = pick(space, r, defaults)[:2] if defaults else None
+    mine = r.times.get(winner, {})
+    return Outcome(stages=book.stages, winner=winner, winner_median_s=winner_median,
+                   finalists=finalists, best_default=best_default, tied=tied, hasher_runs=book.runs,
                    baseline_runs=sum(s["baseline_runs"] for s in book.stages), grid_runs=space.grid_runs,
                    grid_points=len(space.points), file_size=space.file.size, final_rounds=final.rounds,
-                   speed_limit=r.speed_limit, b3sum_median_s=r.b3sum_median_s,
+                   speed_limit=r.limit.to_json() if r.limit else {},
+                   vs_limit=verdict.paired(mine, r.limit.per_round).to_json() if r.limit else None,
+                   vs_b3sum=(verdict.Versus(r.b3sum, verdict.paired(mine, r.times[r.b3sum])).to_json()
+                             if r.b3sum else None),
                    fingerprint_id=r.fingerprint_id, cuts=book.cuts)
 
 
@@ -586,20 +617,27 @@ def summary(o: Outcome) -> list[str]:
     def line(lbl: str, m: float) -> str:
         return f"{lbl}  median {m:.3f} s"
 
-    limit, b3 = o.speed_limit.get("limit_Bps"), o.b3sum_median_s
+    def ratio(e: dict[str, Any]) -> str:
+        return stats.Estimate(**e).text(2)
+
     out = [f"best: {line(o.winner, o.winner_median_s)} over {o.final_rounds} interleaved rounds "
            f"({format_rate(o.file_size / o.winner_median_s)})"]
-    if limit:
-        what = o.speed_limit["fio_best_label"] if limit == o.speed_limit.get("fio_best_Bps") else "BLAKE3 on all cores"
-        out.append(f"  speed limit {format_rate(limit)} ({what}): "
-                   f"the winner reaches {o.file_size / o.winner_median_s / limit:.0%} of it")
-    if b3:
-        out.append(f"  b3sum: median {b3:.3f} s, {b3 / o.winner_median_s:.2f}x the winner's")
+    if o.tied:
+        out.append(f"  TIE: {len(o.tied)} finalists cannot be told apart (per-round ratio to the fastest, its "
+                   f"95% interval contains 1): {'; '.join(o.tied)}; picked by the tie-break rule: {o.tie_break}")
+    if o.speed_limit and o.vs_limit:
+        lim = o.speed_limit
+        out.append(f"  speed limit {lim['limit_s']:.3f} s ({format_rate(lim['limit_Bps'])}, the fastest plain read "
+                   f"per round; {lim['set_by']} in {lim['set_by_rounds']} of {len(lim['per_round'])} rounds): "
+                   f"the winner takes {ratio(o.vs_limit)} x its time")
+    if o.vs_b3sum:
+        b3 = o.vs_b3sum
+        out.append(f"  vs {b3['label']}: {ratio(b3['ratio'])} x its time ({b3['outcome']})")
     if o.best_default and o.best_default[0] != o.winner:
         out.append(f"best {DEFAULT_VARIANT}: {line(*o.best_default)}")
     for lbl, m in o.finalists[1:]:
         out.append(f"  finalist: {line(lbl, m)}")
-    out.append(f"runs: {o.hasher_runs} hasher executions (+{o.baseline_runs} fio/b3sum) vs {o.grid_runs} for the "
+    out.append(f"runs: {o.hasher_runs} hasher executions (+{o.baseline_runs} of readers and b3sum) vs {o.grid_runs} for the "
                f"full grid ({o.grid_points} configurations x {o.grid_runs // o.grid_points} rounds): "
                f"{o.hasher_runs / o.grid_runs:.1%}")
     out += [f"cut: {c}" for c in o.cuts]

@@ -95,8 +95,15 @@ def _markdown_table(summary: str, heading: str) -> pd.DataFrame:
     return pd.DataFrame(cells[2:], columns=cells[0])
 
 
-def _limit(run_dir: Path) -> float:
-    return json.loads((run_dir / "meta.json").read_text())["speed_limit"]["limit_Bps"]
+def _limit_ratio(df: pd.DataFrame, label: str) -> float:
+    """The label's time / the speed limit of its round (the fastest cat, dd or fio, fio by its own
+    read runtime), median over rounds."""
+    ok = _successful(df)
+    seconds = ok["fio_runtime_s"].where(ok["tool"] == "fio", ok["wall_s"])
+    readers = ok["tool"].isin(["cat", "dd", "fio"])
+    limit = seconds[readers].groupby(ok.loc[readers, "round"]).min()
+    mine = ok["label"] == label
+    return float((seconds[mine] / ok.loc[mine, "round"].map(limit)).median())
 
 
 def test_commands_table_matches_runs_csv(report_dir):
@@ -105,14 +112,15 @@ def test_commands_table_matches_runs_csv(report_dir):
     df = _runs_csv(run_dir)
     ok = _successful(df)
     assert set(table.index) == set(df["label"]), "every command appears once"
-    limit = _limit(run_dir)
     for label, g in ok.groupby("label"):
         row = table.loc[label]
         assert float(row["min (s)"]) == pytest.approx(g["wall_s"].min(), abs=5e-4)
         assert float(row["median (s)"]) == pytest.approx(g["wall_s"].median(), abs=5e-4)
         assert float(row["max (s)"]) == pytest.approx(g["wall_s"].max(), abs=5e-4)
         assert float(row["GB/s"]) == pytest.approx(g["throughput_Bps"].median() / 1e9, abs=5e-4)
-        assert float(row["of limit"]) == pytest.approx(g["throughput_Bps"].median() / limit, abs=5e-4)
+        assert float(row["× limit"]) == pytest.approx(_limit_ratio(df, label), abs=5e-4)
+        if g["tool"].iloc[0] in ("cat", "dd", "fio"):  # no reader is faster than the limit
+            assert float(row["95% interval"].split("–")[0]) >= 1.0
         assert int(row["n"]) == len(g)
     medians = table["median (s)"].astype(float)
     assert medians.is_monotonic_increasing, "sorted by median"
@@ -122,7 +130,8 @@ def test_best_per_variant_and_speedups(report_dir):
     run_dir, _ = report_dir
     summary = (run_dir / "summary.md").read_text()
     best = _markdown_table(summary, "Best configuration per hasher variant").set_index("variant")
-    ok = _successful(_runs_csv(run_dir))
+    df = _runs_csv(run_dir)
+    ok = _successful(df)
     medians = ok.groupby("label")["wall_s"].median()
     tool = ok.groupby("label")["tool"].first()
     b3sum = medians[tool[tool == "b3sum"].index].min()  # ci.toml has no all-threads b3sum
@@ -135,10 +144,36 @@ def test_best_per_variant_and_speedups(report_dir):
         row = best.loc[variant]
         assert row["best configuration"] == label
         assert float(row["median (s)"]) == pytest.approx(med.min(), abs=5e-4)
-        throughput = g[g["label"] == label]["throughput_Bps"].median()
-        assert float(row["of limit"]) == pytest.approx(throughput / _limit(run_dir), abs=5e-4)
+        assert float(row["× limit"]) == pytest.approx(_limit_ratio(df, label), abs=5e-4)
         assert float(row["vs b3sum"]) == pytest.approx(b3sum / med.min(), abs=5e-4)
         assert float(row["vs cat"]) == pytest.approx(cat / med.min(), abs=5e-4)
+
+
+def test_headline_opens_summary_report_and_summary_json(report_dir):
+    run_dir, _ = report_dir
+    summary = (run_dir / "summary.md").read_text()
+    first = summary.split("\n## ", 2)[1]
+    assert first.startswith("What to use on this machine (8M file, cold cache, 3 rounds)")
+    ok = _successful(_runs_csv(run_dir))
+    hashers = ok[ok["tool"] == "hasher"].groupby("label")["wall_s"].median()
+    assert f"- **use**: {hashers.idxmin()}\n" in first
+    plan = json.loads((run_dir / "plan.json").read_text())
+    argv = {c["label"]: c["argv"] for c in plan["commands"]}
+    assert f"- **command**: `{shlex.join(argv[hashers.idxmin()])}`" in first
+    assert "- **vs limit**: " in first and "- **vs b3sum**: " in first and "- **runner-up**: " in first
+    page = (run_dir / "report.html").read_text()
+    assert page.index("<h2>What to use on this machine") < page.index("<table>")
+    data = json.loads((run_dir / "summary.json").read_text())
+    head = data["headline"]
+    assert head["use"] == hashers.idxmin() and head["argv"] == argv[hashers.idxmin()]
+    assert head["median_s"]["median"] == pytest.approx(hashers.min())
+    assert head["median_s"]["low"] <= head["median_s"]["median"] <= head["median_s"]["high"]
+    assert head["vs_limit"]["median"] == pytest.approx(_limit_ratio(_runs_csv(run_dir), head["use"]))
+    assert head["vs_b3sum"]["label"] == "b3sum --num-threads 1"
+    assert head["runner_up"]["outcome"] in ("faster", "tie")
+    assert (head["runner_up"]["label"] in head["tied"]) == (head["runner_up"]["outcome"] == "tie")
+    assert data["interval"]["confidence"] == 0.95
+    assert {c["label"] for c in data["commands"]} == set(_runs_csv(run_dir)["label"])
 
 
 def test_reproduce_commands_are_the_plan_argv(report_dir):

@@ -35,6 +35,7 @@ path = "{URING_B3SUM}"
 trace = false
 
 [baselines]
+limit = false
 b3sum = true
 cat = true
 """

@@ -43,6 +43,7 @@ queue_depth = 4
 trace = false
 
 [baselines]
+limit = false
 cat = true
 fio = { bs = "512K", iodepth = 4, direct = true }
 """

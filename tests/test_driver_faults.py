@@ -70,7 +70,7 @@ def test_crashing_garbage_and_hanging_hashers(tmp_path: Path):
     hang = script(tmp_path / "hang", "sleep 60")
     groups = "".join(f'[[hashers]]\nname = "{p.name}"\nvariant = "x"\npath = "{p}"\n' for p in (crash, garbage, hang))
     cfg = tmp_path / "c.toml"
-    cfg.write_text(f"[run]\nrounds = 1\ntimeout_s = 1\n{groups}[baselines]\ncat = true\n")
+    cfg.write_text(f"[run]\nrounds = 1\ntimeout_s = 1\n{groups}[baselines]\nlimit = false\ncat = true\n")
     out = tmp_path / "out"
     p = ringsum("run", str(cfg), "--size", "64K", "--dir", str(tmp_path), "--out", str(out))
     assert p.returncode == 1
@@ -114,7 +114,7 @@ def fill(mnt: Path) -> Path:
 
 def test_disk_full_mid_run_then_resume(tmp_path: Path, small_tmpfs: Path):
     cfg = tmp_path / "c.toml"
-    cfg.write_text("[run]\nrounds = 25\ntrace = false\n[baselines]\ncat = true\nb3sum = { num_threads = [1] }\n")
+    cfg.write_text("[run]\nrounds = 25\ntrace = false\n[baselines]\nlimit = false\ncat = true\nb3sum = { num_threads = [1] }\n")
     proc = subprocess.Popen(ringsum_argv("run", str(cfg), "--size", "64K", "--dir", str(tmp_path),
                                          "--out", str(small_tmpfs), "--warm"),
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -142,7 +142,7 @@ def test_disk_full_mid_run_then_resume(tmp_path: Path, small_tmpfs: Path):
 
 def test_no_space_for_the_run_directory(tmp_path: Path, small_tmpfs: Path):
     cfg = tmp_path / "c.toml"
-    cfg.write_text("[run]\nrounds = 1\n[baselines]\ncat = true\n")
+    cfg.write_text("[run]\nrounds = 1\n[baselines]\nlimit = false\ncat = true\n")
     fill(small_tmpfs)
     p = ringsum("run", str(cfg), "--size", "4K", "--dir", str(tmp_path), "--out", str(small_tmpfs), "--warm")
     assert p.returncode == 1
@@ -153,7 +153,7 @@ def test_no_space_for_the_run_directory(tmp_path: Path, small_tmpfs: Path):
 @needs_root
 def test_drop_caches_refused_before_anything_runs(tmp_path: Path):
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[run]\nrounds = 1\ncache = "cold"\n[baselines]\ncat = true\n')
+    cfg.write_text('[run]\nrounds = 1\ncache = "cold"\n[baselines]\nlimit = false\ncat = true\n')
     out = tmp_path / "out"
     argv = ringsum_argv("run", str(cfg), "--size", "4K", "--dir", str(tmp_path), "--out", str(out))
     p = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", f'{RO_DROP_CACHES} && exec "$@"',
@@ -171,7 +171,7 @@ def test_not_root_refused_in_cold_mode():
     with tempfile.TemporaryDirectory() as d:
         os.chmod(d, 0o777)
         cfg = Path(d) / "c.toml"
-        cfg.write_text('[run]\nrounds = 1\ncache = "cold"\n[baselines]\ncat = true\n')
+        cfg.write_text('[run]\nrounds = 1\ncache = "cold"\n[baselines]\nlimit = false\ncat = true\n')
         p = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
                             *ringsum_argv("run", str(cfg), "--size", "4K", "--dir", d, "--out", f"{d}/out")],
                            capture_output=True, text=True, cwd=REPO, timeout=60,
@@ -184,7 +184,7 @@ def test_not_root_refused_in_cold_mode():
 @needs_root
 def test_drop_caches_failing_mid_run(tmp_path: Path):
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[run]\nrounds = 20\ncache = "cold"\ntrace = false\n[baselines]\ncat = true\n'
+    cfg.write_text('[run]\nrounds = 20\ncache = "cold"\ntrace = false\n[baselines]\nlimit = false\ncat = true\n'
                    'b3sum = { num_threads = [1] }\n')
     out = tmp_path / "out"
     proc = subprocess.Popen(["unshare", "-m", "--propagation", "private",
@@ -213,7 +213,7 @@ def test_missing_tool_is_named_before_anything_runs(tmp_path: Path):
     for name in ("hyperfine", "cat"):
         (tools / name).symlink_to(shutil.which(name))
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[run]\nrounds = 1\n[baselines]\ncat = true\nfio = { bs = ["512K"], iodepth = [2] }\n')
+    cfg.write_text('[run]\nrounds = 1\n[baselines]\nlimit = false\ncat = true\nfio = { bs = ["512K"], iodepth = [2] }\n')
     out = tmp_path / "out"
     p = ringsum("run", str(cfg), "--size", "4K", "--dir", str(tmp_path), "--out", str(out), "--warm",
                 env={**os.environ, "PATH": str(tools)})

@@ -76,7 +76,7 @@ def test_drop_refused_without_root(monkeypatch, tmp_path: Path):
 
     monkeypatch.setattr(cache, "is_root", lambda: False)
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[run]\ncache = "cold"\nfile_size = "4K"\n[baselines]\ncat = true\n')
+    cfg.write_text('[run]\ncache = "cold"\nfile_size = "4K"\n[baselines]\nlimit = false\ncat = true\n')
     code = cli.main(["run", str(cfg), "--dir", str(tmp_path), "--out", str(tmp_path / "r")])
     assert code == 2
     assert not (tmp_path / "r").exists()

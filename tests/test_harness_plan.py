@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from collections import Counter
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.config import load_config, parse_config
+from harness.config import ConfigError, load_config, parse_config
 from harness.plan import FileSpec, PlanError, build_plan, estimate
 from harness.run import round_orders
 
@@ -19,8 +20,12 @@ REPO = Path(__file__).resolve().parent.parent
 F = FileSpec("/data/f.bin", 1 << 30)
 
 
-def plan_of(text: str, files: list[FileSpec] | None = None):
+def plan_of(text: str, files: list[FileSpec] | None = None, limit: bool = False):
+    """The plan of a config text; the limit group only with limit=True, so a test sees the
+    config's own commands."""
     cfg = parse_config(text, "t.toml")
+    if not limit:
+        cfg = dataclasses.replace(cfg, limit_groups=())
     return cfg, build_plan(cfg, files or [F])
 
 
@@ -115,7 +120,7 @@ def test_article_config_rows():
         assert f"b3sum --num-threads {n}" in labels
     for lbl in ("b3sum --no-mmap", "cat", "dd bs=64K", "dd bs=2M", "fio bs=512K iodepth=2 direct=1", "xxhsum"):
         assert lbl in labels
-    assert len(labels) == 18
+    assert len([c for c in p.commands if not c.group.startswith("limit-")]) == 18
     st_ = next(c for c in p.commands if c.label.startswith("liburing_b3sum_singlethread"))
     assert list(st_.argv[1:]) == [F.path, "512", "2", "1", "0", "2", "0", "0"]
     assert st_.trace_argv is not None and "--trace" in st_.trace_argv
@@ -203,3 +208,34 @@ def test_positional_style_refuses_knobs_it_cannot_express():
     text = '[[hashers]]\nvariant = "liburing_b3sum_singlethread"\nstyle = "positional"\nsqpoll = true\n'
     with pytest.raises(PlanError, match="cannot express sqpoll"):
         plan_of(text)
+
+
+def test_limit_group_is_added_once_and_can_be_turned_off():
+    text = """
+        [[hashers]]
+        variant = "v"
+        [baselines]
+        dd = { bs = ["2M"] }
+        fio = { bs = "512K", iodepth = 2, direct = true }
+    """
+    _, p = plan_of(text, limit=True)
+    readers = {c.label: c.group for c in p.commands if c.tool != "hasher"}
+    assert readers == {"dd bs=2M": "dd", "fio bs=512K iodepth=2 direct=1": "fio", "cat": "limit-cat",
+                       "dd bs=64K": "limit-dd", "dd bs=1M": "limit-dd",
+                       "fio bs=2M iodepth=8 direct=1": "limit-fio-1", "fio bs=512K iodepth=8 direct=0": "limit-fio-2"}
+    assert not any("already in group" in n for n in p.notes)  # the overlap is on purpose
+    (note,) = [n for n in p.notes if n.startswith("speed limit:")]
+    assert "cat, dd bs=64K, dd bs=1M, fio bs=2M iodepth=8 direct=1, fio bs=512K iodepth=8 direct=0" in note
+    _, off = plan_of(text.replace("[baselines]", "[baselines]\n        limit = false"), limit=True)
+    assert [c.label for c in off.commands if c.tool != "hasher"] == ["dd bs=2M", "fio bs=512K iodepth=2 direct=1"]
+
+
+def test_limit_group_skips_fio_that_would_not_read_the_whole_file():
+    _, p = plan_of("[[hashers]]\nvariant = \"v\"\n", [FileSpec("/a/x.bin", 3 << 20)], limit=True)
+    fio = [c.label for c in p.commands if c.tool == "fio"]
+    assert fio == ["fio bs=512K iodepth=2 direct=1", "fio bs=512K iodepth=8 direct=0"]  # 2M does not divide 3M
+
+
+def test_limit_key_must_be_a_boolean():
+    with pytest.raises(ConfigError, match=r"^t.toml: baselines.limit: expected true or false, got \"no\"$"):
+        parse_config('[baselines]\ncat = true\nlimit = "no"\n', "t.toml")

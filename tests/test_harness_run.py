@@ -98,6 +98,7 @@ variant = "{variant}"
 path = "{hasher}"
 {knobs}
 [baselines]
+limit = false
 cat = true
 """)
     return cfg
@@ -118,6 +119,7 @@ block_size = ["64K", "1M"]
 direct = [false, true]
 exclude = [{{ direct = true, block_size = "64K" }}]
 [baselines]
+limit = false
 cat = true
 dd = {{ bs = ["64K"], direct = [false, true] }}
 b3sum = {{ num_threads = [1] }}
@@ -175,7 +177,15 @@ fio = {{ bs = ["128K"], iodepth = [2], direct = [true] }}
     assert meta["finished_at"] is not None
     assert meta["fingerprint"]["fingerprint_id"]
     assert meta["files"][0]["size"] == 4 << 20 and len(meta["files"][0]["b3sum"]) == 64
-    assert meta["speed_limit"]["fio_best_Bps"] == pytest.approx(fio.groupby("label")["fio_bw_Bps"].median().max())
+    # the speed limit: per round, the fastest read-only command (fio by its own read runtime)
+    readers = df[df["tool"].isin(["cat", "dd", "fio"])]
+    seconds = readers["fio_runtime_s"].where(readers["tool"] == "fio", readers["wall_s"]).astype(float)
+    fastest = seconds.groupby(readers["round"]).idxmin()
+    limit = meta["speed_limit"]
+    assert [r["seconds"] for r in limit["per_round"]] == pytest.approx(list(seconds[fastest]))
+    assert [r["reader"] for r in limit["per_round"]] == list(readers.loc[fastest, "label"])
+    assert limit["limit_s"] == pytest.approx(seconds[fastest].median())
+    assert limit["limit_Bps"] == pytest.approx((4 << 20) / limit["limit_s"])
     assert meta["config"]["run"]["cache"] == ("cold" if IS_ROOT else "warm")
     if not IS_ROOT:
         assert meta["speed_limit"]["blake3_single_core_Bps"] > 0
@@ -189,7 +199,71 @@ fio = {{ bs = ["128K"], iodepth = [2], direct = [true] }}
     assert sum(n.startswith("r002-") and n.endswith(".json") and ".fio." not in n for n in raws) == n_cmds
     index = csv_rows(rd / "traces" / "index.csv")
     assert len(index) == 3 and all((rd / r["trace"]).is_file() for r in index)
-    assert "speed limit (fio)" in (rd / "summary.txt").read_text()
+    assert f"speed limit: {limit['limit_s']:.3f} s" in (rd / "summary.txt").read_text()
+
+
+def test_limit_group_and_headline(tmp_path: Path):
+    """A config without readers of its own gets the limit group; the limit is per round the
+    fastest of them, no reader is faster than it, and the headline (summary.txt, summary.json, the
+    end of the run's output) names the fastest hasher, recomputed here from runs.csv."""
+    real = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
+    if not (real / "uring_b3sum").is_file():
+        pytest.skip("hashers not built (run `make`)")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"""
+[run]
+rounds = 3
+bin_dir = "{real}"
+[[hashers]]
+variant = "uring_b3sum"
+block_size = ["64K", "1M"]
+queue_depth = 4
+[baselines]
+b3sum = true
+xxhsum = true
+""")
+    out = tmp_path / "r"
+    p = ringsum("run", str(cfg), "--size", "4M", "--dir", str(tmp_path), "--out", str(out), *MODE_ARGS)
+    assert p.returncode == 0, p.stderr
+    (rd,) = run_dirs(out)
+    df = read_runs(rd)
+    groups = dict(zip(df["label"], df["group"]))
+    readers = ["cat", "dd bs=64K", "dd bs=1M", "dd bs=2M", "fio bs=512K iodepth=2 direct=1",
+               "fio bs=2M iodepth=8 direct=1", "fio bs=512K iodepth=8 direct=0"]
+    assert all(groups[r].startswith("limit-") for r in readers)
+
+    rows = df[df["label"].isin(readers)]
+    seconds = rows["fio_runtime_s"].where(rows["tool"] == "fio", rows["wall_s"]).astype(float)
+    fastest = seconds.groupby(rows["round"]).idxmin()
+    summary = json.loads((rd / "summary.json").read_text())
+    head = summary["headline"]
+    limit = head["speed_limit"]
+    assert [(r["round"], r["reader"]) for r in limit["per_round"]] == list(
+        zip(rows.loc[fastest, "round"], rows.loc[fastest, "label"]))
+    assert [r["seconds"] for r in limit["per_round"]] == pytest.approx(list(seconds[fastest]))
+    per_round = dict(zip(rows.loc[fastest, "round"], seconds[fastest]))
+
+    ratios = {c["label"]: c["vs_limit"] for c in summary["commands"]}
+    for reader in readers:  # no reader beats the limit, in any round
+        assert ratios[reader]["low"] >= 1.0 and ratios[reader]["median"] >= 1.0
+    for label, g in df[~df["label"].isin(readers)].groupby("label"):
+        want = (g["wall_s"].astype(float) / g["round"].map(per_round)).median()
+        assert ratios[label]["median"] == pytest.approx(want)
+        assert (label in [f["label"] for f in head["faster_than_limit"]]) == (want < 1.0)
+        assert (f"ringsum: FINDING: {label} is faster than the speed limit" in p.stderr) == (want < 1.0)
+
+    hashers = df[df["tool"] == "hasher"].groupby("label")["wall_s"].median()
+    assert head["use"] == hashers.idxmin()
+    assert head["median_s"]["median"] == pytest.approx(hashers.min())
+    assert head["argv"][0] == str(real / "uring_b3sum") and head["argv"][-1].endswith("ringsum-4M.bin")
+    assert head["runner_up"]["label"] == hashers.drop(hashers.idxmin()).idxmin()
+    assert head["runner_up"]["outcome"] in ("faster", "tie")
+    assert head["vs_b3sum"]["label"] == "b3sum" and head["vs_b3sum"]["ratio"]["n"] == 3
+
+    text = (rd / "summary.txt").read_text()
+    block = text.split("What to use on this machine (4M file, ", 1)[1]
+    assert f"use:        {head['use']}\n" in block and "vs limit:" in block and "runner-up:" in block
+    assert p.stdout == text + f"run directory: {rd}\n"  # the headline ends the run's output
 
 
 def test_wrong_hash_fails_the_run(tmp_path: Path):
@@ -211,7 +285,7 @@ def test_wrong_hash_fails_the_run(tmp_path: Path):
 def test_wrong_hash_in_traced_run_fails_the_run(tmp_path: Path):
     bad = fake_hasher(tmp_path / "bin" / "liburing_b3sum_singlethread", wrong="trace")
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[run]\nrounds = 1\n[[hashers]]\nvariant = "liburing_b3sum_singlethread"\n')
+    cfg.write_text('[run]\nrounds = 1\n[[hashers]]\nvariant = "liburing_b3sum_singlethread"\n[baselines]\nlimit = false\n')
     out = tmp_path / "r"
     p = ringsum("run", str(cfg), "--size", "64K", "--dir", str(tmp_path), "--out", str(out),
                 "--bin-dir", str(bad.parent), *MODE_ARGS)
@@ -235,7 +309,7 @@ def test_hanging_command_is_recorded_and_sweep_continues(tmp_path: Path):
     slow = fake_hasher(tmp_path / "slow_hasher", sleep=60)
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'[run]\nrounds = 1\ntimeout_s = 1\ntrace = false\n[[hashers]]\nvariant = "slow"\n'
-                   f'path = "{slow}"\n[baselines]\ncat = true\n')
+                   f'path = "{slow}"\n[baselines]\nlimit = false\ncat = true\n')
     out = tmp_path / "r"
     t0 = time.monotonic()
     p = ringsum("run", str(cfg), "--size", "64K", "--dir", str(tmp_path), "--out", str(out), *MODE_ARGS)
@@ -314,7 +388,7 @@ def test_second_run_waits_for_the_first(tmp_path: Path):
     with open(lock, "a+") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         cfg = tmp_path / "c.toml"
-        cfg.write_text("[run]\nrounds = 1\n[baselines]\ncat = true\n")
+        cfg.write_text("[run]\nrounds = 1\n[baselines]\nlimit = false\ncat = true\n")
         proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(cfg), "--size", "4K",
                                  "--dir", str(tmp_path), "--out", str(tmp_path / "r"), *MODE_ARGS],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -337,7 +411,8 @@ def test_installed_uring_b3sum_defaults_do_not_leak_into_a_sweep(tmp_path: Path,
     poisoned.write_text("--frobnicate\n")
     monkeypatch.setenv("URING_B3SUM_OPTIONS", str(poisoned))
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[run]\nrounds = 1\n[[hashers]]\nvariant = "uring_b3sum"\nblock_size = "64K"\n')
+    cfg.write_text('[run]\nrounds = 1\n[[hashers]]\nvariant = "uring_b3sum"\nblock_size = "64K"\n'
+                   '[baselines]\nlimit = false\n')
     p = ringsum("run", str(cfg), "--size", "1M", "--dir", str(tmp_path), "--out", str(tmp_path / "r"), *MODE_ARGS)
     assert p.returncode == 0, p.stderr
     rows = csv_rows(run_dirs(tmp_path / "r")[0] / "runs.csv")

@@ -45,7 +45,7 @@ def test_driver_with_a_hostile_file_path_and_hasher_path(tmp_path: Path):
     cfg = tmp_path / "c.toml"
     cfg.write_text(f'[run]\nrounds = 2\n[[hashers]]\nname = "weird"\nvariant = "x"\npath = """{hasher}"""\n'
                    '[[hashers]]\nvariant = "b3sum_pread"\n'
-                   '[baselines]\ncat = true\ndd = { bs = ["64K"] }\nb3sum = { num_threads = [1] }\n')
+                   '[baselines]\nlimit = false\ncat = true\ndd = { bs = ["64K"] }\nb3sum = { num_threads = [1] }\n')
     out = tmp_path / "out $(touch pwned)"
     p = ringsum("run", str(cfg), "--file", str(data), "--size", "1M", "--out", str(out), *MODE)
     assert p.returncode == 0, p.stderr
@@ -62,7 +62,7 @@ def test_driver_with_a_hostile_file_path_and_hasher_path(tmp_path: Path):
 def test_fio_with_a_newline_in_the_file_name(tmp_path: Path):
     data = tmp_path / "new\nline.bin"
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[run]\nrounds = 1\n[baselines]\nfio = { bs = ["64K"], iodepth = [2], direct = [true] }\n')
+    cfg.write_text('[run]\nrounds = 1\n[baselines]\nlimit = false\nfio = { bs = ["64K"], iodepth = [2], direct = [true] }\n')
     p = ringsum("run", str(cfg), "--file", str(data), "--size", "1M", "--out", str(tmp_path / "out"), *MODE)
     assert p.returncode == 0, p.stderr
     (rd,) = list((tmp_path / "out").iterdir())
@@ -73,7 +73,7 @@ def test_fio_with_a_newline_in_the_file_name(tmp_path: Path):
 def test_path_that_is_not_utf8_is_refused_before_anything_runs(tmp_path: Path):
     data = os.fsencode(tmp_path) + b"/bad-\xff\xfe.bin"
     cfg = tmp_path / "c.toml"
-    cfg.write_text("[run]\nrounds = 1\n[baselines]\ncat = true\n")
+    cfg.write_text("[run]\nrounds = 1\n[baselines]\nlimit = false\ncat = true\n")
     out = tmp_path / "out"
     p = ringsum("run", str(cfg), "--file", data, "--size", "4K", "--out", str(out), *MODE)
     assert p.returncode == 2
@@ -94,7 +94,7 @@ def test_config_values_are_never_run_by_a_shell(tmp_path: Path, field: str, valu
     hasher = f'[[hashers]]\nvariant = "x"\npath = """{value}"""\n' if field == "hasher" else ""
     run_file = f'file = """{value}"""\n' if field == "file" else 'file_size = "4K"\n'
     cfg = tmp_path / "c.toml"
-    cfg.write_text(f"[run]\nrounds = 1\ndata_dir = \"{tmp_path}\"\n{run_file}{hasher}[baselines]\ncat = true\n")
+    cfg.write_text(f"[run]\nrounds = 1\ndata_dir = \"{tmp_path}\"\n{run_file}{hasher}[baselines]\nlimit = false\ncat = true\n")
     p = ringsum("run", str(cfg), "--out", str(tmp_path / "out"), *MODE)
     assert p.returncode == 2
     assert p.stderr.startswith(message.format(cwd=REPO, sentinel=sentinel)), p.stderr

@@ -1,0 +1,94 @@
+"""The statistics behind every verdict ringsum prints, in one place: a median with its interval,
+and the paired per-round ratio of two commands. Pure functions of numbers (numpy, no pandas), used
+by the summary, the report, the charts and `ringsum tune` alike.
+
+Interval: the distribution-free order-statistic interval for a median (the sign test's). With
+the n values sorted, [x_(k), x_(n+1-k)] holds the true median with probability
+1 - 2·P(Binomial(n, 1/2) < k) whatever the distribution of the values; k is the largest index
+whose coverage is at least the confidence asked for. There is no resampling, so the same values
+always give the same interval. Few values cannot give a 95% interval: below 6, even [min, max]
+covers less (5 values: 93.75%, 3 values: 75%); the Estimate then says the coverage it has.
+
+Paired ratio: commands run once per round in a shuffled order, so round r's times of two commands
+share the disk's and the machine's mood of that round. The ratio a_r / b_r per round cancels
+most of that drift; its median and interval say how much faster one is, and an interval that
+contains 1 is a tie.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A median with its interval; `confidence` is the interval's real coverage."""
+
+    median: float
+    low: float
+    high: float
+    n: int
+    confidence: float
+
+    def to_json(self) -> dict[str, float | int | None]:
+        def num(x: float) -> float | None:
+            return None if x != x else float(x)
+
+        return {"median": num(self.median), "low": num(self.low), "high": num(self.high), "n": self.n,
+                "confidence": round(self.confidence, 4)}
+
+    def text(self, digits: int = 3) -> str:
+        """'1.052 [1.021, 1.080]' (or '-' without data)."""
+        if not self.n:
+            return "-"
+        return f"{self.median:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+
+def _coverage(n: int, k: int) -> float:
+    """P(x_(k) <= median <= x_(n+1-k)) for n values from any continuous distribution."""
+    below = sum(math.comb(n, i) for i in range(k)) / 2 ** n
+    return 1.0 - 2.0 * below
+
+
+def median_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Estimate:
+    """The median of the finite values and its order-statistic interval (see the module doc)."""
+    x = np.sort(np.asarray([v for v in values], dtype=float))
+    x = x[np.isfinite(x)]
+    n = len(x)
+    if not n:
+        return Estimate(math.nan, math.nan, math.nan, 0, 0.0)
+    k = 1
+    while k + 1 <= (n + 1) // 2 and _coverage(n, k + 1) >= confidence:
+        k += 1
+    return Estimate(float(np.median(x)), float(x[k - 1]), float(x[n - k]), n, _coverage(n, k))
+
+
+def paired_ratio(a: Iterable[float], b: Iterable[float], confidence: float = CONFIDENCE) -> Estimate:
+    """Median and interval of a[i] / b[i] over the pairs where both are finite and b[i] > 0
+    (a and b: the same rounds, in the same order; NaN marks a round a command has no time for)."""
+    a_, b_ = np.asarray(list(a), dtype=float), np.asarray(list(b), dtype=float)
+    if a_.shape != b_.shape:
+        raise ValueError(f"paired values need equal lengths, got {a_.shape} and {b_.shape}")
+    keep = np.isfinite(a_) & np.isfinite(b_) & (b_ > 0)
+    return median_interval(a_[keep] / b_[keep], confidence)
+
+
+def is_tie(ratio: Estimate) -> bool:
+    """A ratio whose interval contains 1: the data cannot tell the two apart."""
+    return ratio.n > 0 and ratio.low <= 1.0 <= ratio.high
+
+
+def outcome(ratio: Estimate) -> str:
+    """For a ratio a/b of times: 'faster' (a is, the whole interval below 1), 'slower', 'tie',
+    or 'unknown' (no pairs)."""
+    if not ratio.n:
+        return "unknown"
+    if is_tie(ratio):
+        return "tie"
+    return "faster" if ratio.high < 1.0 else "slower"

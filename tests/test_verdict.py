@@ -1,0 +1,145 @@
+"""The verdicts (harness/stats.py, harness/verdict.py) on runs tables built row by row: the speed
+limit is per round the fastest reader, named; a command faster than it is a finding; a tie is a
+tie; summary.txt and summary.json say so. Real runs of the same code: test_harness_run.py
+(test_limit_group_and_headline) and test_analysis_report.py."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from harness import stats, verdict
+from harness.results import COLUMNS, RunRecord, RunsWriter, read_runs
+
+SIZE = 1 << 30
+
+
+def record(label: str, tool: str, rnd: int, wall: float | None, fio_runtime: float | None = None,
+           exit_code: int = 0, read: int = SIZE) -> RunRecord:
+    fields = dict.fromkeys(COLUMNS)
+    fields.update(label=label, tool=tool, variant=tool, group=tool, extra="", file="/data/f.bin",
+                  file_size=SIZE, cache="cold", round=rnd, position=0, wall_s=wall, bytes=read,
+                  throughput_Bps=SIZE / wall if wall else None, exit_code=exit_code,
+                  hash_ok=True if tool in ("hasher", "b3sum") and exit_code == 0 else None,
+                  fio_runtime_s=fio_runtime, started_at="2026-11-23T00:00:00Z", error="")
+    return RunRecord(**fields)
+
+
+def runs_table(tmp_path: Path, rows: list[RunRecord]):
+    """The rows written to runs.csv and read back as ringsum does."""
+    with RunsWriter(tmp_path / "runs.csv") as writer:
+        for row in rows:
+            writer.append(row)
+    return read_runs(tmp_path)
+
+
+# --- harness/stats.py ---
+
+def test_order_statistic_interval_for_the_median():
+    five = stats.median_interval([5.0, 1.0, 4.0, 2.0, 3.0])
+    assert (five.median, five.low, five.high, five.n) == (3.0, 1.0, 5.0, 5)
+    assert five.confidence == pytest.approx(1 - 2 / 32)  # five values cannot give 95%: min-max, 93.75%
+    fifteen = stats.median_interval(range(1, 16))
+    assert (fifteen.low, fifteen.high) == (4, 12)  # P(Binomial(15, 1/2) <= 3) = 576 / 32768
+    assert fifteen.confidence == pytest.approx(1 - 2 * 576 / 32768)
+    assert stats.median_interval([3.0, math.nan, 1.0]).n == 2
+    assert stats.median_interval([]).n == 0 and stats.outcome(stats.median_interval([])) == "unknown"
+
+
+def test_paired_ratio_drops_missing_rounds_and_is_deterministic():
+    a, b = [1.0, 2.0, math.nan, 4.0, 5.0, 6.0], [1.0, 1.0, 1.0, 2.0, 2.5, 0.0]
+    ratio = stats.paired_ratio(a, b)
+    assert ratio == stats.paired_ratio(a, b)
+    assert (ratio.n, ratio.median, ratio.low, ratio.high) == (4, 2.0, 1.0, 2.0)
+    assert stats.outcome(ratio) == "tie" and stats.is_tie(ratio)
+    with pytest.raises(ValueError, match="equal lengths"):
+        stats.paired_ratio([1.0], [1.0, 2.0])
+
+
+# --- the speed limit ---
+
+READERS = ["cat", "dd bs=2M", "fio bs=512K iodepth=2 direct=1"]
+
+
+def test_limit_is_per_round_the_fastest_reader_and_names_it(tmp_path):
+    cat = [0.50, 0.40, 0.50, 0.40, 0.50, 0.40, 0.50]
+    dd = [0.45, 0.45, 0.45, 0.45, 0.45, 0.45, 0.45]
+    fio_runtime = [0.60, 0.60, 0.60, 0.60, 0.60, 0.60, 0.30]  # its wall time (0.9 s) does not count
+    rows = []
+    for r in range(1, 8):
+        rows += [record("cat", "cat", r, cat[r - 1]), record("dd bs=2M", "dd", r, dd[r - 1]),
+                 record(READERS[2], "fio", r, 0.9, fio_runtime[r - 1])]
+    rows += [record("dd bs=64K", "dd", 1, 0.01, exit_code=1),  # failed: does not count
+             record("fio bs=2M iodepth=8 direct=1", "fio", 1, 0.9, 0.01, read=SIZE // 2)]  # half the file
+    limit = verdict.speed_limit(runs_table(tmp_path, rows))
+    assert limit.per_round == {1: 0.45, 2: 0.40, 3: 0.45, 4: 0.40, 5: 0.45, 6: 0.40, 7: 0.30}
+    assert limit.set_in_round == {1: "dd bs=2M", 2: "cat", 3: "dd bs=2M", 4: "cat", 5: "dd bs=2M",
+                                  6: "cat", 7: READERS[2]}
+    assert (limit.set_by, limit.set_by_rounds) == ("dd bs=2M", 3)  # 3 rounds each: the faster median
+    assert limit.best_reader == "dd bs=2M" and limit.readers["cat"] == 0.5
+    assert limit.seconds == 0.40 and limit.Bps == SIZE / 0.40
+    assert (limit.estimate.low, limit.estimate.high) == (0.30, 0.45)
+
+
+def test_a_hasher_faster_than_the_limit_is_a_finding_a_reader_never_is(tmp_path):
+    rows = []
+    for r in range(1, 6):
+        rows += [record("cat", "cat", r, 0.50), record("dd bs=2M", "dd", r, 0.40 + 0.2 * (r % 2)),
+                 record("fast", "hasher", r, 0.35), record("slow", "hasher", r, 0.70),
+                 record("xxhsum", "xxhsum", r, 0.60)]
+    runs = runs_table(tmp_path, rows)
+    ratios = verdict.limit_ratios(runs)
+    assert all(ratios[lbl].low >= 1.0 for lbl in ("cat", "dd bs=2M"))
+    assert ratios["fast"].median == pytest.approx(0.35 / 0.5)
+    h = verdict.headline(runs, "cold")
+    assert [v.label for v in h.faster_than_limit] == ["fast"]
+    text = verdict.summarize(runs, "cold")
+    assert "FINDING:    fast is faster than the speed limit (0.700 [0.700, 0.875] x its time)" in text
+
+
+# --- the headline: a tie is a tie ---
+
+def _race(tmp_path: Path, a: list[float], b: list[float]):
+    rows = []
+    for r, (ta, tb) in enumerate(zip(a, b), 1):
+        rows += [record("cat", "cat", r, 0.40), record("A", "hasher", r, ta), record("B", "hasher", r, tb),
+                 record("C", "hasher", r, 0.60), record("b3sum", "b3sum", r, 0.50)]
+    return runs_table(tmp_path, rows)
+
+
+def test_interleaved_equal_times_are_a_tie(tmp_path):
+    runs = _race(tmp_path, [0.44, 0.45, 0.44, 0.45, 0.44, 0.45, 0.44], [0.45, 0.44, 0.45, 0.44, 0.45, 0.44, 0.45])
+    h = verdict.headline(runs, "cold", {"A": ["/bin/a", "--x", "/data/f.bin"]})
+    assert h.use == "A" and h.runner_up.label == "B" and h.runner_up.outcome == "tie"
+    assert h.tied == ["B"]
+    lines = verdict.summarize(runs, "cold", {"A": ["/bin/a", "--x", "/data/f.bin"]}).splitlines()
+    assert "  runner-up:  B: winner/runner-up 0.978 [0.978, 1.023]: TIE" in lines
+    assert "  tie:        2 hashers cannot be told apart here, any of them will do: A; B" in lines
+    assert "  command:    /bin/a --x /data/f.bin" in lines
+
+
+def test_a_clearly_faster_hasher_is_real(tmp_path):
+    runs = _race(tmp_path, [0.40, 0.41, 0.40, 0.42, 0.40], [0.45, 0.46, 0.45, 0.47, 0.44])
+    h = verdict.headline(runs, "cold")
+    assert h.use == "A" and h.runner_up.outcome == "faster" and h.tied == []
+    assert "winner/runner-up 0.891 [0.889, 0.909]: the difference is real" in verdict.summarize(runs, "cold")
+
+
+def test_summary_json_carries_the_headline(tmp_path):
+    runs = _race(tmp_path, [0.40, 0.41, 0.40, 0.42, 0.40], [0.45, 0.46, 0.45, 0.47, 0.44])
+    data = verdict.summary_json(runs, "cold", {"A": ["/bin/a", "/data/f.bin"]})
+    head = data["headline"]
+    assert head["use"] == "A" and head["argv"] == ["/bin/a", "/data/f.bin"]
+    assert head["median_s"] == {"median": 0.40, "low": 0.40, "high": 0.42, "n": 5, "confidence": 0.9375}
+    assert head["vs_limit"]["median"] == pytest.approx(1.0) and head["speed_limit"]["set_by"] == "cat"
+    assert head["vs_b3sum"] == {"label": "b3sum", "outcome": "faster", "ratio": {
+        "median": pytest.approx(0.8), "low": pytest.approx(0.8), "high": pytest.approx(0.84), "n": 5,
+        "confidence": 0.9375}}
+    assert head["runner_up"]["label"] == "B" and head["runner_up"]["outcome"] == "faster"
+    assert head["tied"] == [] and head["faster_than_limit"] == []
+    assert data["interval"] == {"confidence": 0.95, "method": verdict.INTERVAL_METHOD}
+    by_label = {c["label"]: c for c in data["commands"]}
+    assert set(by_label) == {"cat", "A", "B", "C", "b3sum"}
+    assert by_label["C"]["vs_limit"]["median"] == pytest.approx(1.5) and by_label["C"]["n"] == 5
