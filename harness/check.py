@@ -6,7 +6,9 @@ ratio of medians -> verdicts -> text table, Markdown, JUnit XML.
 Figures:
   paired  A/B in one run (`--against BIN_DIR`): the median over rounds of the command's time
         divided by its baseline build's time in the same round; the two share every round, so
-        the drift of a shared VM cancels. The primary figure whenever the run has it.
+        the drift of a shared VM cancels. The primary figure whenever the run has it; its
+        interval is harness.stats' order-statistic one, as every other paired ratio ringsum
+        prints (fewer rounds than the confidence needs: "too few runs").
 Across two runs, each a ratio of medians over a command's executions:
   cat   median wall time / median wall time of `cat FILE` in the same rounds (the rounds are
         shuffled and interleaved, so a slow stretch of the disk hits both); the primary figure,
@@ -17,8 +19,8 @@ Across two runs, each a ratio of medians over a command's executions:
 The verdict rests on the first of paired, cat, fio, raw that the command has. Medians are
 taken before dividing: one execution's spike (common on a shared VM) then moves neither.
 
-Decision: a percentile bootstrap (seeded; rounds resampled with their reference) of
-figure(current) / figure(baseline); a regression
+Decision: the paired figure's interval, or a percentile bootstrap (seeded; rounds resampled
+with their reference) of figure(current) / figure(baseline); a regression
 only when the whole interval lies above 1 + threshold, an improvement only when it lies below
 1 - threshold, otherwise "no change".
 
@@ -33,6 +35,7 @@ callgrind (perf's hardware counters are used when they work), compared with a to
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import shutil
@@ -47,6 +50,7 @@ import numpy as np
 
 from harness import counters as ctr
 from harness import results as res
+from harness import stats
 from harness.config import BASELINE_PREFIX
 
 DEFAULT_THRESHOLD = 0.05
@@ -117,6 +121,7 @@ class RunData:
     samples: dict[str, dict[str, Sample]]  # label -> figure -> executions
     failures: dict[str, str]  # label -> why (failed execution, hash mismatch)
     counters: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> counter -> summary
+    ab_half: bool = False  # one half of an A/B run (select()): its rounds pair with the other half's
 
 
 @dataclass
@@ -257,7 +262,7 @@ def select(run: RunData, rename: Callable[[str], str | None]) -> RunData:
     rows = run.runs[[lbl is not None for lbl in labels]].copy()
     rows["label"] = [lbl for lbl in labels if lbl is not None]
     return dataclasses.replace(run, runs=rows, samples=pick(run.samples), failures=pick(run.failures),
-                               counters=pick(run.counters))
+                               counters=pick(run.counters), ab_half=True)
 
 
 def split_ab(run: RunData) -> tuple[RunData, RunData]:
@@ -287,20 +292,16 @@ def _by_key(sample: Sample) -> dict[tuple[str, int], float]:
     return {k: float(np.median(v)) for k, v in times.items()}
 
 
-def paired_ratio(baseline: Sample, current: Sample, confidence: float, resamples: int,
-                 rng: np.random.Generator) -> tuple[float, float, float, float, float, int]:
-    """(median baseline time, median current time, median per-round ratio current/baseline,
-    low, high, rounds): the ratio of each round in which both ran, and a percentile bootstrap
-    interval of its median. Rounds are the unit: a spike moves one ratio, not the median."""
+def paired_ratio(baseline: Sample, current: Sample, confidence: float) -> tuple[float, float, stats.Estimate]:
+    """(median baseline time, median current time, the ratio current/baseline of each round in
+    which both ran: its median with the order-statistic interval of harness.stats). Rounds are
+    the unit: a spike moves one ratio, not the median."""
     b, c = _by_key(baseline), _by_key(current)
     keys = [k for k in c if k in b]
-    ratios = np.array([c[k] / b[k] for k in keys])
-    idx = rng.integers(0, len(ratios), size=(resamples, len(ratios)))
-    boot = np.median(ratios[idx], axis=1)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(boot, [tail, 1 - tail])
-    return (float(np.median([b[k] for k in keys])), float(np.median([c[k] for k in keys])),
-            float(np.median(ratios)), float(low), float(high), len(keys))
+    ratio = stats.paired_ratio([c[k] for k in keys], [b[k] for k in keys], confidence)
+    if not keys:
+        return math.nan, math.nan, ratio
+    return float(np.median([b[k] for k in keys])), float(np.median([c[k] for k in keys])), ratio
 
 
 def decide(low: float, high: float, threshold: float) -> str:
@@ -319,6 +320,11 @@ def _file_size(run: RunData, label: str) -> int:
     return int(run.runs.loc[run.runs["label"] == label, "file_size"].iloc[0])
 
 
+def _paired(baseline: RunData, current: RunData) -> bool:
+    """The two halves of one A/B run: their rounds pair."""
+    return baseline.ab_half and current.ab_half and baseline.path == current.path
+
+
 def compare_command(label: str, baseline: RunData, current: RunData, settings: Settings,
                     fingerprint_match: bool) -> Comparison:
     tool = _tool(current, label)
@@ -329,11 +335,12 @@ def compare_command(label: str, baseline: RunData, current: RunData, settings: S
         cmp.verdict, cmp.reason = NOT_COMPARABLE, "different file sizes"
         return cmp
     rng = np.random.default_rng([settings.seed, zlib.crc32(label.encode())])
-    if baseline.path == current.path:  # the halves of one A/B run: paired by round
-        base, cur, ratio, low, high, n = paired_ratio(b["raw"], c["raw"], settings.confidence,
-                                                      settings.resamples, rng)
-        if n >= settings.min_runs:
-            cmp.estimates["paired"] = Estimate("paired", base, cur, ratio, low, high)
+    paired_coverage = 1.0
+    if _paired(baseline, current):
+        base, cur, ratio = paired_ratio(b["raw"], c["raw"], settings.confidence)
+        paired_coverage = ratio.confidence
+        if ratio.n >= settings.min_runs:
+            cmp.estimates["paired"] = Estimate("paired", base, cur, ratio.median, ratio.low, ratio.high)
     for fig in FIGURES[1:]:
         if fig == "raw" and not fingerprint_match:
             continue
@@ -348,6 +355,10 @@ def compare_command(label: str, baseline: RunData, current: RunData, settings: S
         cmp.verdict = TOO_FEW
         cmp.reason = (f"{cmp.baseline_n} baseline and {cmp.current_n} current executions; "
                       f"{settings.min_runs} needed on each side")
+    elif "paired" in cmp.estimates and paired_coverage < settings.confidence:
+        cmp.verdict = TOO_FEW
+        cmp.reason = (f"{len(c['raw'])} rounds give a {paired_coverage * 100:.1f}% interval at most; "
+                      f"{settings.confidence * 100:g}% asked")
     elif not cmp.estimates:
         cmp.verdict = NOT_COMPARABLE
         cmp.reason = "different machine fingerprint and no cat or fio reference in both runs"
@@ -362,7 +373,7 @@ def compare(baseline: RunData, current: RunData, settings: Settings) -> Report:
     if baseline.cache and current.cache and baseline.cache != current.cache:
         raise CheckError(f"cache modes differ: baseline {baseline.cache}, current {current.cache}")
     report = Report(baseline=baseline, current=current, settings=settings, comparisons=[])
-    if baseline.path == current.path:
+    if _paired(baseline, current):
         report.notes.append("A/B run: each command against its baseline build in the same rounds")
     elif not report.fingerprint_match:
         report.notes.append(f"machine fingerprints differ ({baseline.fingerprint_id} vs "
@@ -546,8 +557,8 @@ def _header_lines(report: Report) -> list[str]:
         f"baseline: {report.baseline.path} (fingerprint {report.baseline.fingerprint_id})",
         f"current:  {report.current.path} (fingerprint {report.current.fingerprint_id})",
         f"figure for the verdict: first of paired, ÷cat, ÷fio, raw available; threshold ±{s.threshold * 100:g}%, "
-        f"{s.confidence * 100:g}% bootstrap interval of the median per-round ratio (paired) or the ratio "
-        f"of medians ({s.resamples} resamples, seed {s.seed})",
+        f"{s.confidence * 100:g}% interval: order statistics of the per-round ratios (paired), or a bootstrap "
+        f"of the ratio of medians ({s.resamples} resamples, seed {s.seed})",
     ]
 
 

@@ -278,6 +278,7 @@ class Config:
     groups: tuple[Group, ...]
     raw: dict[str, Any]  # the TOML as parsed, for meta.json
     limit_groups: tuple[Group, ...] = ()  # the `limit` group (LIMIT_BASELINES), unless turned off
+    limit: bool = True  # `[baselines] limit`: readers for the read limit, b3sum for BLAKE3's when warm
 
     def bin_dir(self) -> Path:
         d = self.run.bin_dir or os.environ.get("RINGSUM_BIN_DIR") or "build/bin"
@@ -567,7 +568,8 @@ def parse_config(text: str, path: str) -> Config:
         if g.name in seen:
             raise ctx.err(f"{g.key}.name", f"duplicate group name {g.name!r} (also {seen[g.name]})")
         seen[g.name] = g.key
-    return Config(path=path, run=run, groups=tuple(groups), raw=raw, limit_groups=tuple(limit_groups))
+    return Config(path=path, run=run, groups=tuple(groups), raw=raw, limit_groups=tuple(limit_groups),
+                  limit=limit)
 
 
 def _baseline_groups(ctx: _Ctx, baselines: dict[str, Any], where: str, prefix: str) -> list[Group]:

@@ -225,7 +225,7 @@ def build_plan(config: Config, files: list[FileSpec]) -> Plan:
         raise PlanError(f"{config.path}: no test file: set run.file or run.file_size, or pass --file/--size")
     groups = list(config.groups)
     notes = []
-    if config.run.cache == "warm":
+    if config.run.cache == "warm" and config.limit:
         extra = blake3_groups(config)
         if extra:
             groups += extra

@@ -22,7 +22,7 @@ MODE = "cold" if os.geteuid() == 0 else "warm"
 
 CONFIG = """
 [run]
-rounds = 4
+rounds = 6
 cache = "warm"
 probe_cache = "@MODE@"
 probes = 3
@@ -33,6 +33,9 @@ timeout_s = 30
 variant = "liburing_b3sum_singlethread"
 block_size = "128K"
 queue_depth = 8
+
+[baselines]
+limit = false
 """
 
 
@@ -45,28 +48,27 @@ def test_paired_ratio_is_the_median_of_per_round_ratios() -> None:
     rng = np.random.default_rng(1)
     base = 0.020 * (1 + 0.5 * rng.random(25))  # rounds that differ by up to 50%
     slow = base * 1.10
-    b, c, ratio, low, high, n = check.paired_ratio(_sample(list(base)), _sample(list(slow)), 0.99, 2000,
-                                                   np.random.default_rng(0))
-    assert n == 25 and ratio == pytest.approx(1.10)
-    assert low == pytest.approx(1.10) and high == pytest.approx(1.10)  # pairing cancels the rounds' drift
-    assert check.decide(low, high, 0.03) == check.REGRESSION
+    b, c, ratio = check.paired_ratio(_sample(list(base)), _sample(list(slow)), 0.99)
+    assert ratio.n == 25 and ratio.median == pytest.approx(1.10)
+    assert ratio.low == pytest.approx(1.10) and ratio.high == pytest.approx(1.10)  # pairing cancels the drift
+    assert ratio.confidence >= 0.99
+    assert check.decide(ratio.low, ratio.high, 0.03) == check.REGRESSION
 
 
 def test_paired_ratio_of_a_tie_is_no_change() -> None:
     rng = np.random.default_rng(2)
     base = 0.020 * (1 + 0.05 * rng.standard_normal(30))
     same = base * (1 + 0.05 * rng.standard_normal(30))
-    _, _, ratio, low, high, _ = check.paired_ratio(_sample(list(base)), _sample(list(same)), 0.99, 2000,
-                                                   np.random.default_rng(0))
-    assert low < 1 < high
-    assert check.decide(low, high, 0.03) == check.NO_CHANGE
+    _, _, ratio = check.paired_ratio(_sample(list(base)), _sample(list(same)), 0.99)
+    assert ratio.low < 1 < ratio.high
+    assert check.decide(ratio.low, ratio.high, 0.03) == check.NO_CHANGE
 
 
 def test_paired_ratio_uses_only_rounds_in_which_both_ran() -> None:
     b = check.Sample(np.array([1.0, 1.0, 1.0]), np.ones(3), [("f", 1), ("f", 2), ("f", 3)])
     c = check.Sample(np.array([2.0, 2.0]), np.ones(2), [("f", 2), ("f", 4)])
-    *_, n = check.paired_ratio(b, c, 0.95, 100, np.random.default_rng(0))
-    assert n == 1
+    *_, ratio = check.paired_ratio(b, c, 0.95)
+    assert ratio.n == 1
 
 
 def _ringsum(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -85,7 +87,7 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_an_injected_io_regression_fails_the_check_and_an_unchanged_build_passes(config: Path, tmp_path: Path) -> None:
-    # Timing thresholds wide open: on 4 rounds the counters must decide, and they must not flake.
+    # Timing thresholds wide open: on 6 rounds the counters must decide, and they must not flake.
     common = ["check", "--against", str(RELEASE), "--bin-dir", str(FAULTS), "--config", str(config),
               "--out", str(tmp_path), "--threshold", "90%", "--junit", str(tmp_path / "junit.xml")]
     injected = _ringsum(*common, env={"RINGSUM_FAULTS": "depth:1"})
@@ -113,13 +115,13 @@ def test_against_needs_a_config_and_a_directory(tmp_path: Path, config: Path) ->
 
 
 def test_a_finished_ab_run_is_judged_with_current_alone(config: Path, tmp_path: Path) -> None:
-    run = _ringsum("run", str(config), "--against", str(RELEASE), "--out", str(tmp_path), "--rounds", "3")
+    run = _ringsum("run", str(config), "--against", str(RELEASE), "--out", str(tmp_path))
     assert run.returncode == 0, run.stderr
     (run_dir,) = [d for d in tmp_path.iterdir() if d.is_dir()]
     r = _ringsum("check", "--current", str(run_dir), "--threshold", "90%")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "A/B run" in r.stdout
-    plain = _ringsum("run", str(config), "--out", str(tmp_path / "plain"), "--rounds", "3")
+    plain = _ringsum("run", str(config), "--out", str(tmp_path / "plain"), "--rounds", "2")
     assert plain.returncode == 0, plain.stderr
     (plain_dir,) = list((tmp_path / "plain").iterdir())
     r = _ringsum("check", "--current", str(plain_dir))
