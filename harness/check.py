@@ -60,6 +60,7 @@ SEED = 20230701
 MIN_RUNS = 3  # ok executions per command on each side
 FIGURES = ("paired", "cat", "fio", "raw")  # in order of preference for the verdict
 REFERENCE_TOOLS = ("cat", "fio")
+POOLED = "all hashers, pooled"
 INSTRUCTIONS_JSON = "instructions.json"
 DEFAULT_INSTRUCTION_TOLERANCE = 0.01
 INSTRUCTION_FILE_SIZE = 64 << 20
@@ -392,9 +393,34 @@ def compare(baseline: RunData, current: RunData, settings: Settings) -> Report:
     last = (REFERENCE, ONLY_CURRENT, ONLY_BASELINE)  # judged commands first, in the run's order
     report.comparisons.sort(key=lambda c: last.index(c.verdict) + 1 if c.verdict in last else 0)
     judged = {c.label for c in report.comparisons if c.verdict not in last}
+    if _paired(baseline, current) and len([c for c in report.comparisons if "paired" in c.estimates]) > 1:
+        report.comparisons.insert(0, compare_pooled(report.comparisons, baseline, current, settings))
     report.counters = ctr.compare({k: v for k, v in baseline.counters.items() if k in judged},
                                   current.counters)
     return report
+
+
+def compare_pooled(comparisons: list[Comparison], baseline: RunData, current: RunData,
+                   settings: Settings) -> Comparison:
+    """All judged hashers at once: per round, the geometric mean of their current/baseline
+    ratios, then the median over rounds and its interval. A change in shared code moves every
+    command; pooling k commands cuts the noise of a round's figure by about sqrt(k)."""
+    labels = [c.label for c in comparisons if "paired" in c.estimates and c.tool not in REFERENCE_TOOLS]
+    per_label = []
+    for label in labels:
+        b, c = _by_key(baseline.samples[label]["raw"]), _by_key(current.samples[label]["raw"])
+        per_label.append({k: c[k] / b[k] for k in c if k in b})
+    rounds = sorted(set.intersection(*(set(r) for r in per_label)))
+    pooled = [math.exp(float(np.mean([math.log(r[k]) for r in per_label]))) for k in rounds]
+    ratio = stats.median_interval(pooled, settings.confidence)
+    cmp = Comparison(label=f"{POOLED} ({len(labels)} hashers)", tool=POOLED, verdict=NO_CHANGE,
+                     baseline_n=len(rounds), current_n=len(rounds), primary="paired")
+    cmp.estimates["paired"] = Estimate("paired", math.nan, math.nan, ratio.median, ratio.low, ratio.high)
+    if ratio.confidence < settings.confidence or ratio.n < settings.min_runs:
+        cmp.verdict, cmp.reason = TOO_FEW, f"{ratio.n} rounds in which every hasher ran"
+    else:
+        cmp.verdict = decide(ratio.low, ratio.high, settings.threshold)
+    return cmp
 
 
 # --- the current run ---
@@ -520,6 +546,8 @@ def _interval(e: Estimate) -> str:
 
 
 def _value(fig: str, v: float) -> str:
+    if v != v:
+        return "-"
     return f"{v * 1000:.2f} ms" if fig in ("paired", "raw") else f"{v:.3f}"
 
 

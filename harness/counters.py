@@ -80,11 +80,11 @@ class Tolerance:
 # libraries re-read after a cache drop; system calls and context switches depend on timing
 # (io_uring_enter calls ranged 96-253 for the single thread, 114-365 for the multithreaded
 # one); the time-weighted mean in flight ranged 0.8-5.1 and is only shown. The queue depth in
-# use is judged by its peak.
+# use is judged by its peak, which the single thread reaches or misses by one (3 or 4 at depth 4).
 TOLERANCES: dict[str, Tolerance] = {
     "reads": Tolerance(0.05, 2, "up"),
     "mean_in_flight": Tolerance(0.0, 0.0, "none"),
-    "peak_in_flight": Tolerance(0.0, 0.5, "down", "max"),
+    "peak_in_flight": Tolerance(0.40, 1.5, "down", "max"),
     "uring_enters": Tolerance(2.00, 30, "up"),
     "read_bytes": Tolerance(0.30, 8 << 20, "up"),
     "ctx_switches": Tolerance(3.00, 100, "up"),

@@ -80,10 +80,12 @@ def conditions_config(config_path: Path, builds: dict[str, Path], out: Path) -> 
     raw = load_config(config_path).raw
     lines = ["[run]"] + [f"{k} = {_toml_value(v)}" for k, v in raw.get("run", {}).items()
                          if not isinstance(v, dict)]
+    lines += ["", "[baselines]"] + [f"{k} = {_toml_value(v)}" for k, v in raw.get("baselines", {}).items()]
     for name, d in builds.items():
         for group in raw.get("hashers", []):
             variant = group["variant"]
-            lines += ["", "[[hashers]]", f"name = {_toml_value(f'{name}/{variant}')}",
+            group_name = f"{name}/{group.get('name', variant)}"
+            lines += ["", "[[hashers]]", f"name = {_toml_value(group_name)}",
                       f"path = {_toml_value(str(d / variant))}"]
             lines += [f"{k} = {_toml_value(v)}" for k, v in group.items() if k not in ("name", "path")]
     path = out / "conditions.toml"
@@ -100,6 +102,8 @@ class Verdict:
     exit_code: int
     wall: dict[str, str] = field(default_factory=dict)  # command -> verdict of the paired figure
     ratio: dict[str, float] = field(default_factory=dict)  # command -> median per-round ratio
+    pooled: str = ""  # verdict of all hashers pooled
+    pooled_ratio: float = float("nan")
     counters: list[str] = field(default_factory=list)  # "command: counter verdict" out of tolerance
 
 
@@ -119,7 +123,9 @@ def judge(run_dir: Path, settings: check.Settings) -> list[Verdict]:
         v = Verdict(name, str(run_dir), report.exit_code)
         for c in report.comparisons:
             e = c.estimates.get("paired")
-            if e is not None:
+            if c.tool == check.POOLED and e is not None:
+                v.pooled, v.pooled_ratio = c.verdict, e.ratio
+            elif e is not None:
                 v.wall[c.label] = c.verdict
                 v.ratio[c.label] = e.ratio
         v.counters = [f"{c.label}: {c.counter} {c.verdict}" for c in report.counters if c.verdict != "no change"]
@@ -130,9 +136,9 @@ def judge(run_dir: Path, settings: check.Settings) -> list[Verdict]:
 def table(verdicts: list[Verdict], settings: check.Settings) -> str:
     """Markdown: per condition, the checks that failed (exit 1), by wall time and by counters."""
     lines = [f"Settings: threshold ±{settings.threshold * 100:g}%, {settings.confidence * 100:g}% interval.", "",
-             "| condition | checks | caught (exit 1) | by wall time | by counters | commands flagged by wall time | "
-             "measured slowdown (median per-round ratio, median over checks) |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| condition | checks | caught (exit 1) | by wall time, pooled | by wall time, any command | by counters | "
+             "commands flagged by wall time | measured slowdown (pooled per-round ratio, median over checks) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name in CONDITIONS:
         vs = [v for v in verdicts if v.condition == name]
         if not vs:
@@ -141,10 +147,11 @@ def table(verdicts: list[Verdict], settings: check.Settings) -> str:
         by_counters = sum(any(c.endswith(" regression") for c in v.counters) for v in vs)
         flagged = sum(x == check.REGRESSION for v in vs for x in v.wall.values())
         commands = sum(len(v.wall) for v in vs)
-        ratios = [median(v.ratio.values()) for v in vs if v.ratio]
+        ratios = [v.pooled_ratio for v in vs if v.pooled_ratio == v.pooled_ratio]
         slowdown = f"{(median(ratios) - 1) * 100:+.1f}%" if ratios else "-"
-        lines.append(f"| {name} | {len(vs)} | {sum(v.exit_code == 1 for v in vs)} | {by_wall} | {by_counters} | "
-                     f"{flagged}/{commands} | {slowdown} |")
+        by_pooled = sum(v.pooled == check.REGRESSION for v in vs)
+        lines.append(f"| {name} | {len(vs)} | {sum(v.exit_code == 1 for v in vs)} | {by_pooled} | {by_wall} | "
+                     f"{by_counters} | {flagged}/{commands} | {slowdown} |")
     return "\n".join(lines) + "\n"
 
 
@@ -161,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--confidence", type=check.parse_fraction, default=CI_CONFIDENCE)
     a = ap.parse_args(argv)
     settings = check.Settings(threshold=a.threshold, confidence=a.confidence)
+    a.out.mkdir(parents=True, exist_ok=True)
 
     if a.analyse:
         run_dirs = sorted(d for d in a.analyse.iterdir() if check.is_run_dir(d))
@@ -177,7 +185,6 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [c for c in names if c not in CONDITIONS or c == "baseline"]
         if unknown:
             die(f"unknown condition {unknown[0]!r} (known: {', '.join(CONDITIONS)})")
-        a.out.mkdir(parents=True, exist_ok=True)
         config = conditions_config(a.config, make_builds(a.out, names), a.out)
         run_dirs = []
         for i in range(a.repeats):

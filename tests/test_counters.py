@@ -108,6 +108,7 @@ def test_tolerances_need_both_bounds_and_know_which_way_is_worse() -> None:
     assert counters.judge("reads", 128, 256) == "regression"
     assert counters.judge("reads", 128, 64) == "improvement"
     assert counters.judge("peak_in_flight", 8, 8) == "no change"
+    assert counters.judge("peak_in_flight", 4, 3) == "no change"  # the single thread reaches its depth or misses by one
     assert counters.judge("peak_in_flight", 8, 1) == "regression"
     assert counters.judge("peak_in_flight", 4, 8) == "improvement"
     assert counters.judge("resident_after", 1.0, 0.0) == "regression"  # either way is a change
