@@ -29,17 +29,24 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
 
 from harness import cache as cachemod
 from harness import results as res
+from harness import state as statemod
 from harness import sysinfo, system
 from harness.config import HASHER_FLAGS, REPO_ROOT, Config, ConfigError, load_config  # noqa: F401 (re-export)
+from harness.files import ensure_file, resolve_files  # noqa: F401 (re-export)
 from harness.fio import FioError, parse_fio_file
-from harness.plan import Command, FileSpec, Plan, build_plan, find_tool
-from harness.units import format_rate, format_size
+from harness.plan import Command, FileSpec, Plan, build_plan, estimate, find_tool, format_duration
+from harness.probe import HasherRejects, check_hashers
+from harness import signals
+from harness.signals import ending_signals_raise
+from harness.units import format_rate
 
 HEX64 = re.compile(r"^\\?([0-9a-f]{64})\s")  # b3sum starts the line with a backslash when it escapes the path
 PREPARE_SLACK_S = 10.0  # on top of the command timeout: sync + drop + residency check
@@ -82,6 +89,10 @@ class Options:
     warm: bool = False
     bin_dir: str | None = None
     seed: int | None = None
+    yes: bool = False  # start a plan estimated over LONG_PLAN_S
+
+
+LONG_PLAN_S = 3600.0
 
 
 def utcnow() -> dt.datetime:
@@ -90,57 +101,6 @@ def utcnow() -> dt.datetime:
 
 def iso(t: dt.datetime) -> str:
     return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-# --- files ---
-
-def resolve_files(config: Config, file: str | None, size: int | None, dir_: str | None) -> list[FileSpec]:
-    """--file/--size/--dir override the config's run.file / run.file_size."""
-    def spec_for(path: Path, want: int | None) -> FileSpec:
-        path = path.expanduser().absolute()
-        if want is not None:
-            return FileSpec(str(path), want, generate=True)
-        if not path.is_file():
-            raise SetupError(f"test file not found: {path} (pass --size to generate it)")
-        n = path.stat().st_size
-        if n == 0:
-            raise SetupError(f"test file is empty: {path} (throughput of an empty file means nothing)")
-        return FileSpec(str(path), n)
-
-    if size is not None and size <= 0:
-        raise SetupError("--size must be at least 1 byte")
-    if file:
-        return [spec_for(Path(file), size)]
-    if size is not None:
-        d = Path(dir_) if dir_ else config.data_dir()
-        return [spec_for(d / f"ringsum-{format_size(size)}.bin", size)]
-    if config.run.files:
-        return [spec_for(Path(f), None) for f in config.run.files]
-    if config.run.file_sizes:
-        d = Path(dir_) if dir_ else config.data_dir()
-        return [spec_for(d / f"ringsum-{format_size(n)}.bin", n) for n in config.run.file_sizes]
-    return []
-
-
-def ensure_file(spec: FileSpec, log: Callable[[str], None]) -> None:
-    p = Path(spec.path)
-    if p.is_file() and p.stat().st_size == spec.size:
-        return
-    if not spec.generate:
-        raise SetupError(f"test file missing or changed size: {p}")
-    log(f"generating {format_size(spec.size)} of random data in {p}")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".partial")
-    chunk = 8 << 20
-    with open(tmp, "wb") as f:
-        left = spec.size
-        while left:
-            n = min(chunk, left)
-            f.write(os.urandom(n))
-            left -= n
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, p)
 
 
 # --- checks before anything runs ---
@@ -280,6 +240,7 @@ class RunState:
     seed: int
     tools: dict[str, str]
     ref_hash: dict[str, str]
+    fio_files: dict[str, str] = field(default_factory=dict)  # test file -> the path fio is given
     python: str = sys.executable
     mismatches: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
@@ -376,7 +337,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
             "--command-name", cmd.label, "--export-json", str(json_path),
             "--output", str(out_path) if cmd.hashes else "null",
             "--prepare", prepare_argv(state.python, cmd.file, prep_log, cache),
-            shlex.join(cmd.argv_with(str(fio_path)))]
+            shlex.join(cmd.argv_with(str(fio_path), state.fio_files.get(cmd.file, cmd.file)))]
     started = utcnow()
     timeout = state.config.run.timeout_s + PREPARE_SLACK_S
     rc, _out, err = _run_group(argv, timeout)
@@ -528,6 +489,15 @@ def validate_new_run(opts: Options) -> Validated:
     tools = required_tools(plan)
     check_binaries(plan)
     check_paths(files, opts.out)
+    try:
+        check_hashers(plan)
+    except HasherRejects as e:
+        raise ConfigError(f"{config.path}: {e}") from None
+    est = estimate(plan, config).total_s
+    if est > LONG_PLAN_S and not opts.yes:
+        raise SetupError(f"{config.path}: the plan is estimated at {format_duration(est)} "
+                         f"({plan.timed_executions} timed executions); pass --yes to start it "
+                         "(see `ringsum plan`)")
     return Validated(config, files, plan, tools)
 
 
@@ -563,11 +533,20 @@ def prepare_new_run(opts: Options, v: Validated) -> RunState:
                     tools=tools, ref_hash=ref)
 
 
-def prepare_resume(opts: Options) -> RunState:
-    run_dir = Path(opts.resume or "")
+def finished_at(run_dir: Path) -> str | None:
+    """When a run directory's run finished (None: it did not, so --resume goes on with it)."""
     meta_p, plan_p = run_dir / res.META_JSON, run_dir / res.PLAN_JSON
     if not meta_p.is_file() or not plan_p.is_file():
         raise SetupError(f"{run_dir}: not a run directory (meta.json and plan.json needed)")
+    return res.read_json(meta_p).get("finished_at")
+
+
+def prepare_resume(opts: Options) -> RunState | None:
+    """The state to go on with, or None when the run has finished (it is then left untouched)."""
+    run_dir = Path(opts.resume or "")
+    meta_p, plan_p = run_dir / res.META_JSON, run_dir / res.PLAN_JSON
+    if finished_at(run_dir):
+        return None
     meta, pj = res.read_json(meta_p), res.read_json(plan_p)
     saved = meta["config"]
     config = load_config(run_dir / "config.toml")
@@ -604,51 +583,57 @@ def prepare_resume(opts: Options) -> RunState:
                     tools=tools, ref_hash=ref)
 
 
-def lock_path() -> Path:
-    return Path(os.environ.get("RINGSUM_LOCK", "/tmp/ringsum-run.lock"))
-
-
-def acquire_run_lock(log: Callable[[str], None] = _log) -> Any:
-    """One sweep at a time per machine: two runs would drop each other's page cache and read
-    the same disk. Waits (with a message) for the other run. Returns the open lock file."""
-    import fcntl
-
-    path = lock_path()
-    f = open(path, "a+")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.seek(0)
-        holder = f.read().strip() or "unknown"
-        log(f"waiting for another ringsum run to finish ({holder}; lock {path})")
-        fcntl.flock(f, fcntl.LOCK_EX)
-    f.seek(0)
-    f.truncate()
-    f.write(f"pid {os.getpid()}: {' '.join(sys.argv)}\n")
-    f.flush()
-    return f
-
-
 def run(opts: Options, stream: TextIO = sys.stderr) -> int:
-    """Run (or resume) a sweep. Returns the exit code: 0 fine, 1 run failure."""
+    """Run (or resume) a sweep. Returns the exit code: 0 fine, 1 run failure, 130 ended by a signal."""
     # uring_b3sum reads installed defaults (ringsum tune --install); a sweep's knobs must mean what they say.
     os.environ["URING_B3SUM_OPTIONS"] = os.devnull
+    if opts.resume and _say_finished(Path(opts.resume)):
+        return 0
     validated = None if opts.resume else validate_new_run(opts)  # errors before waiting
-    lock = acquire_run_lock()
-    try:
-        return _run_locked(opts, validated, stream)
-    except OSError as e:
-        if not _disk_full(e):
-            raise
-        _log(f"ringsum: no space left on device writing results ({e.filename or opts.resume or opts.out}); "
-             "nothing was measured yet")
-        return 1
-    finally:
-        lock.close()
+    # One sweep at a time per machine: two runs would drop each other's page cache and read the same disk.
+    with ending_signals_raise(), statemod.locked(statemod.run_lock_path(), _log, "another ringsum run"):
+        try:
+            return _run_locked(opts, validated, stream)
+        except OSError as e:
+            if not _disk_full(e):
+                raise
+            _log(f"ringsum: no space left on device writing results ({e.filename or opts.resume or opts.out}); "
+                 "nothing was measured yet")
+            return 1
+
+
+def _say_finished(run_dir: Path) -> bool:
+    at = finished_at(run_dir)
+    if at:
+        _log(f"ringsum: {run_dir} finished at {at}; nothing to resume (it is left as it is)")
+    return bool(at)
 
 
 def _run_locked(opts: Options, validated: Validated | None, stream: TextIO) -> int:
     state = prepare_new_run(opts, validated) if validated else prepare_resume(opts)
+    if state is None:  # finished by another resume while this one waited for the lock
+        _say_finished(Path(opts.resume or ""))
+        return 0
+    with _fio_inputs(state):
+        return _measure(state, stream)
+
+
+@contextmanager
+def _fio_inputs(state: RunState) -> Iterator[None]:
+    """fio reads each test file through /proc/<this pid>/fd/<n>: a path of digits and slashes that
+    its option parser cannot misread (and fio is told never to create a file)."""
+    fds: list[int] = []
+    try:
+        for path in sorted({c.file for c in state.plan.commands if c.tool == "fio"}):
+            fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
+            state.fio_files[path] = f"/proc/{os.getpid()}/fd/{fds[-1]}"
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _measure(state: RunState, stream: TextIO) -> int:
     run_dir, plan = state.run_dir, state.plan
     by_label = {c.label: c for c in plan.commands}
     runs_csv = run_dir / res.RUNS_CSV
@@ -703,9 +688,9 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO) -> i
                         if "resident" in rec.error:
                             progress.note(f"WARNING: {rec.label} (round {rnd}): {rec.error}")
                     progress.finished(_describe(rec))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             progress.close()
-            _log(f"\ninterrupted; finish with: ringsum run --resume {run_dir}")
+            _log(f"\ninterrupted ({signals.name(e)}); finish with: ringsum run --resume {run_dir}")
             return 130
         except (RunStopped, OSError) as e:
             progress.close()

@@ -6,15 +6,18 @@ changed; a setting that cannot be changed (not root, not a VM) becomes advice, n
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
+import re
+import signal
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from harness import state as statemod
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,12 @@ class Tunable:
     path: Path
     for_timing: str  # the value a run wants
     why: str
+    # What a value of this setting looks like: a value read, or one to restore, must match it
+    # (a corrupt state file must never get arbitrary text written into sysfs).
+    valid: str = r"\d{1,4}"
+
+    def is_valid(self, value: object) -> bool:
+        return isinstance(value, str) and re.fullmatch(self.valid, value) is not None
 
     def available(self) -> bool:
         return self.path.exists()
@@ -57,23 +66,27 @@ TUNABLES = (FREE_PAGE_REPORTING,)
 
 
 # Runs with their own run locks (tests) may overlap: the first to change a setting must not be put
-# back by a later one, so a state file (under its own lock) lists who uses the settings and what to
-# restore; the last user to leave restores them. Users that died (SIGKILL) are pruned.
-SETTINGS_STATE = Path("/tmp/ringsum-system-settings.json")
+# back by a later one, so a state file (under its own lock, in the private state directory of
+# harness/state.py) lists who uses the settings and what to restore; the last user to leave restores
+# them. Users that died (SIGKILL) are pruned.
+ENDING_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
 @contextmanager
 def timing_settings(log: Callable[[str], None], tunables: tuple[Tunable, ...] = TUNABLES,
-                    state_path: Path = SETTINGS_STATE) -> Iterator[list[dict]]:
-    """Apply each available setting for the duration of the block; yields what was done, for meta.json."""
+                    state_path: Path | None = None) -> Iterator[list[dict]]:
+    """Apply each available setting for the duration of the block; yields what was done, for meta.json.
+    Changing a setting and recording it (or restoring it and forgetting it) happen with the ending
+    signals held back, so a signal cannot leave a setting changed and unrecorded."""
+    path = state_path or statemod.settings_state_path()
     me = [os.getpid(), uuid.uuid4().hex]
-    with _locked_state(state_path) as state:
+    with _signals_held(), _locked_state(path, log) as state:
         state["users"] = [u for u in state["users"] if _alive(u[0])] + [me]
         settings = _apply(log, tunables, state["restore"])
     try:
         yield [asdict(s) for s in settings]
     finally:
-        with _locked_state(state_path) as state:
+        with _signals_held(), _locked_state(path, log) as state:
             state["users"] = [u for u in state["users"] if u != me and _alive(u[0])]
             if not state["users"]:
                 _restore(log, tunables, state["restore"])
@@ -81,17 +94,34 @@ def timing_settings(log: Callable[[str], None], tunables: tuple[Tunable, ...] = 
 
 
 @contextmanager
-def _locked_state(path: Path) -> Iterator[dict[str, Any]]:
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+def _signals_held() -> Iterator[None]:
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, ENDING_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)  # a held signal is delivered here
+
+
+def _parse_state(text: str, path: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    try:
+        state = json.loads(text) if text.strip() else {}
+    except ValueError:
+        state = None
+    if not (isinstance(state, dict) and isinstance(state.get("users", []), list)
+            and isinstance(state.get("restore", {}), dict)
+            and all(isinstance(u, list) and len(u) == 2 and isinstance(u[0], int) for u in state.get("users", []))):
+        log(f"note: {path} is corrupt; starting it afresh (settings left changed by a lost run stay as they are)")
+        state = {}
+    state.setdefault("users", [])
+    state.setdefault("restore", {})
+    return state
+
+
+@contextmanager
+def _locked_state(path: Path, log: Callable[[str], None]) -> Iterator[dict[str, Any]]:
+    with statemod.locked(path, log, "system settings") as f:
         f.seek(0)
-        text = f.read()
-        try:
-            state = json.loads(text) if text.strip() else {}
-        except ValueError:
-            state = {}
-        state.setdefault("users", [])
-        state.setdefault("restore", {})
+        state = _parse_state(f.read(), path, log)
         yield state
         f.seek(0)
         f.truncate()
@@ -110,7 +140,10 @@ def _alive(pid: int) -> bool:
 
 def _restore(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, str]) -> None:
     for t in tunables:
-        if t.name in restore:
+        if t.name in restore and not t.is_valid(restore[t.name]):
+            log(f"ringsum: not restoring {t.name}: the recorded value {str(restore[t.name])[:40]!r} "
+                f"is not a valid value of {t.path}; left at {t.for_timing}")
+        elif t.name in restore:
             try:
                 t.write(restore[t.name])
             except OSError as e:
@@ -131,6 +164,10 @@ def _apply(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: d
             continue
         if t.name in restore:
             settings.append(Setting(t.name, str(t.path), restore[t.name], now, "set by an overlapping run"))
+            continue
+        if not t.is_valid(now):  # it could not be put back as read
+            log(f"note: {t.name} ({t.path}) reads {now[:40]!r}, not a value ringsum knows; left as is")
+            settings.append(Setting(t.name, str(t.path), now, now, "left as is: unexpected value"))
             continue
         if now == t.for_timing:
             settings.append(Setting(t.name, str(t.path), now, now, "already set"))
