@@ -155,7 +155,7 @@ def _cmd_plan(a: argparse.Namespace) -> int:
         plan.notes.append(f"hasher options not checked: {missing[0]} is not built (make)")
     else:
         try:
-            check_hashers(plan)
+            check_hashers(plan, config.run.timeout_s)
         except HasherRejects as e:
             raise ConfigError(f"{config.path}: {e}") from None
     if a.json:

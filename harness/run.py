@@ -15,7 +15,6 @@ Run directory layout (results/<YYYYmmddTHHMMSSZ>-<host>/)::
 from __future__ import annotations
 
 import csv
-import ctypes
 import dataclasses
 import datetime as dt
 import errno
@@ -44,6 +43,7 @@ from harness.files import ensure_file, resolve_files  # noqa: F401 (re-export)
 from harness.fio import FioError, parse_fio_file
 from harness.plan import Command, FileSpec, Plan, build_plan, estimate, find_tool, format_duration
 from harness.probe import HasherRejects, check_hashers
+from harness.proc import run_group
 from harness import signals
 from harness.signals import ending_signals_raise
 from harness.units import format_rate
@@ -164,44 +164,8 @@ def round_orders(labels: list[str], rounds: int, runs_per_round: int, seed: int)
     return orders
 
 
-# --- subprocesses ---
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL it when the driver dies (a `kill -9` of the driver
-    must not leave a hyperfine running that would disturb a resumed run)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _run_group(argv: list[str], timeout: float, stdout: Any = subprocess.PIPE) -> tuple[int | None, str, str]:
-    """Run in its own process group; on timeout kill the group. Returns (rc|None, out, err)."""
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            start_new_session=True, text=True, preexec_fn=_die_with_parent)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out or "", err or ""
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, err = proc.communicate()
-        return None, out or "", err or ""
-    except BaseException:
-        _kill_group(proc)
-        proc.wait()
-        raise
-
-
-def _kill_group(proc: subprocess.Popen[Any]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 def b3sum_reference(b3sum: str, path: str, timeout: float) -> str:
-    rc, out, err = _run_group([b3sum, "--", path], timeout)
+    rc, out, err = run_group([b3sum, "--", path], timeout)
     m = HEX64.match(out)
     if rc != 0 or not m:
         raise SetupError(f"b3sum failed on {path}: {err.strip() or out.strip() or f'exit {rc}'}")
@@ -340,7 +304,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
             shlex.join(cmd.argv_with(str(fio_path), state.fio_files.get(cmd.file, cmd.file)))]
     started = utcnow()
     timeout = state.config.run.timeout_s + PREPARE_SLACK_S
-    rc, _out, err = _run_group(argv, timeout)
+    rc, _out, err = run_group(argv, timeout)
     rec = res.RunRecord(
         label=cmd.label, tool=cmd.tool, variant=cmd.variant, group=cmd.group,
         block_size=cmd.block_size, queue_depth=cmd.queue_depth, buffers=cmd.buffers,
@@ -407,7 +371,7 @@ def traced_run(state: RunState, cmd: Command, progress: Progress) -> dict[str, A
     except (cachemod.CacheError, OSError) as e:
         raise RunStopped(f"the page cache could not be prepared before the traced run of {cmd.label}: {e}") from None
     argv = [a.replace("{TRACE}", str(trace)) for a in cmd.trace_argv]
-    rc, out, err = _run_group(argv, state.config.run.timeout_s)
+    rc, out, err = run_group(argv, state.config.run.timeout_s)
     got = parse_hash(out) if rc == 0 else None
     ok = got == state.ref_hash[cmd.file]
     row = {"label": cmd.label, "file": cmd.file,
@@ -490,7 +454,7 @@ def validate_new_run(opts: Options) -> Validated:
     check_binaries(plan)
     check_paths(files, opts.out)
     try:
-        check_hashers(plan)
+        check_hashers(plan, config.run.timeout_s)
     except HasherRejects as e:
         raise ConfigError(f"{config.path}: {e}") from None
     est = estimate(plan, config).total_s

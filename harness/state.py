@@ -141,7 +141,7 @@ def locked(path: Path, log: Callable[[str], None], what: str) -> Iterator[IO[str
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            log(f"ringsum: waiting for {holder(f)} to finish ({what}; lock {path})")
+            log(f"ringsum: waiting for {what} to finish ({holder(f)} holds {path})")
             fcntl.flock(f, fcntl.LOCK_EX)
         yield f
     finally:

@@ -119,7 +119,7 @@ def _parse_state(text: str, path: Path, log: Callable[[str], None]) -> dict[str,
 
 @contextmanager
 def _locked_state(path: Path, log: Callable[[str], None]) -> Iterator[dict[str, Any]]:
-    with statemod.locked(path, log, "system settings") as f:
+    with statemod.locked(path, log, "another run's settings change") as f:
         f.seek(0)
         state = _parse_state(f.read(), path, log)
         yield state
