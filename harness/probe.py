@@ -3,8 +3,9 @@
 The hashers own their limits (block size, queue depth against the kernel's, O_DIRECT alignment,
 buffer memory): each distinct hasher command runs once on a small private file, and a refusal
 becomes a config error naming the command and quoting the hasher, instead of a sweep of failed
-executions. Nothing here knows a limit itself. A hasher that has not finished when the probe
-gives up did accept its options (it refuses before reading): the run itself records it if it hangs.
+executions. Nothing here knows a limit itself. A refusal is exit status 2, the hashers' usage error
+(as for b3sum and most command lines); a crash, an I/O error or a hang is not about the options and
+is left for the run to record as a failed execution.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from harness.proc import run_group
 
 PROBE_SIZE = 64 << 10  # a multiple of 4096, so that --direct can read it
 PROBE_TIMEOUT_S = 5.0
+USAGE_ERROR = 2
 
 
 class HasherRejects(Exception):
@@ -42,8 +44,8 @@ def check_hashers(plan: Plan, timeout_s: float = PROBE_TIMEOUT_S) -> int:
                 rc, _out, err = run_group(argv, min(timeout_s, PROBE_TIMEOUT_S))
             except OSError as e:
                 raise HasherRejects(f"{c.group}: {c.label}: cannot run {argv[0]}: {e.strerror}") from None
-            if rc is not None and rc != 0:
+            if rc == USAGE_ERROR:
                 lines = [ln for ln in err.splitlines() if ln.strip()]
-                why = lines[-1].strip() if lines else f"exit {rc}"
+                why = lines[-1].strip() if lines else f"exit {USAGE_ERROR}"
                 raise HasherRejects(f"{c.group}: {c.label}: the hasher rejects these options: {why}")
     return len(commands)

@@ -45,7 +45,7 @@ from harness.plan import Command, FileSpec, Plan, build_plan, estimate, find_too
 from harness.probe import HasherRejects, check_hashers
 from harness.proc import run_group
 from harness import signals
-from harness.signals import ending_signals_raise
+from harness.signals import EndingSignals, ending_signals_raise
 from harness.units import format_rate
 
 HEX64 = re.compile(r"^\\?([0-9a-f]{64})\s")  # b3sum starts the line with a backslash when it escapes the path
@@ -554,10 +554,11 @@ def run(opts: Options, stream: TextIO = sys.stderr) -> int:
     if opts.resume and _say_finished(Path(opts.resume)):
         return 0
     validated = None if opts.resume else validate_new_run(opts)  # errors before waiting
+    statemod.preflight()
     # One sweep at a time per machine: two runs would drop each other's page cache and read the same disk.
-    with ending_signals_raise(), statemod.locked(statemod.run_lock_path(), _log, "another ringsum run"):
+    with ending_signals_raise() as ending, statemod.locked(statemod.run_lock_path(), _log, "another ringsum run"):
         try:
-            return _run_locked(opts, validated, stream)
+            return _run_locked(opts, validated, stream, ending)
         except OSError as e:
             if not _disk_full(e):
                 raise
@@ -573,13 +574,13 @@ def _say_finished(run_dir: Path) -> bool:
     return bool(at)
 
 
-def _run_locked(opts: Options, validated: Validated | None, stream: TextIO) -> int:
+def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, ending: EndingSignals) -> int:
     state = prepare_new_run(opts, validated) if validated else prepare_resume(opts)
     if state is None:  # finished by another resume while this one waited for the lock
         _say_finished(Path(opts.resume or ""))
         return 0
     with _fio_inputs(state):
-        return _measure(state, stream)
+        return _measure(state, stream, ending)
 
 
 @contextmanager
@@ -597,7 +598,7 @@ def _fio_inputs(state: RunState) -> Iterator[None]:
             os.close(fd)
 
 
-def _measure(state: RunState, stream: TextIO) -> int:
+def _measure(state: RunState, stream: TextIO, ending: EndingSignals) -> int:
     run_dir, plan = state.run_dir, state.plan
     by_label = {c.label: c for c in plan.commands}
     runs_csv = run_dir / res.RUNS_CSV
@@ -631,6 +632,7 @@ def _measure(state: RunState, stream: TextIO) -> int:
         progress = Progress(len(to_trace) + len(todo), stream)
         try:
             for c in to_trace:
+                ending.check()
                 check_space(run_dir)
                 row = traced_run(state, c, progress)
                 check_space(run_dir)  # filled meanwhile: the trace may be cut short, trace it again on resume
@@ -638,6 +640,7 @@ def _measure(state: RunState, stream: TextIO) -> int:
             with res.RunsWriter(runs_csv) as writer:
                 for rnd, pos in todo:
                     cmd = by_label[state.orders[rnd - 1][pos]]
+                    ending.check()
                     check_space(run_dir)
                     rec = execute(state, cmd, rnd, pos)
                     check_space(run_dir)  # filled meanwhile: its raw files may be cut short, run it again on resume

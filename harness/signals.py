@@ -11,10 +11,12 @@ still ends everything at once).
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 ENDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -27,23 +29,42 @@ class Ended(KeyboardInterrupt):
         self.signum = signum
 
 
-@contextmanager
-def ending_signals_raise() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():  # only the main thread takes signals
-        yield
-        return
-    fired = False
+class EndingSignals:
+    """Installed by `ending_signals_raise`. Python runs a handler between any two bytecodes, also
+    inside a finalizer or a fork hook, where an exception is printed and dropped: `check()`, called
+    where the run can stop, raises it again for a signal whose exception was lost."""
 
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        nonlocal fired
-        if not fired:
-            fired = True
+    def __init__(self) -> None:
+        self.received: int | None = None
+
+    def handler(self, signum: int, _frame: FrameType | None) -> None:
+        if self.received is None:
+            self.received = signum
             raise Ended(signum)
 
-    old = {s: signal.signal(s, handler) for s in ENDING}
+    def check(self) -> None:
+        if self.received is not None:
+            raise Ended(self.received)
+
+
+@contextmanager
+def ending_signals_raise() -> Iterator[EndingSignals]:
+    ending = EndingSignals()
+    if threading.current_thread() is not threading.main_thread():  # only the main thread takes signals
+        yield ending
+        return
+    old = {s: signal.signal(s, ending.handler) for s in ENDING}
+    old_hook = sys.unraisablehook
+
+    def quiet_when_lost(u: Any) -> None:  # check() raises it where it counts
+        if not isinstance(u.exc_value, Ended):
+            old_hook(u)
+
+    sys.unraisablehook = quiet_when_lost
     try:
-        yield
+        yield ending
     finally:
+        sys.unraisablehook = old_hook
         for s, h in old.items():
             signal.signal(s, h)
 

@@ -16,6 +16,7 @@ A lock held by another process is announced ("waiting for pid N: <its command li
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import stat
@@ -64,9 +65,8 @@ def _check_owned(path: Path, st: os.stat_result, kind: str) -> None:
 def open_dir(path: Path) -> int:
     """The directory as an fd, created 0700 if missing; refused unless it is ours and private."""
     path = path.absolute()
-    if path.parent != path:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
@@ -76,7 +76,10 @@ def open_dir(path: Path) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
-        raise StateError(f"refusing to use {path}: not a plain directory ({e.strerror}); remove it") from None
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise StateError(f"refusing to use {path}: not a directory but a symlink or a file; remove it") from None
+        raise StateError(f"cannot use the state directory {path}: {e.strerror} "
+                         "(set RINGSUM_STATE_DIR to a private directory of yours)") from None
     try:
         st = os.fstat(fd)
         _check_owned(path, st, "the directory")
@@ -125,8 +128,8 @@ def holder(f: IO[str]) -> str:
         if "->" in parts or len(parts) < 6 or parts[5] != want:
             continue
         pid = parts[4]
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        try:  # one line, however the command was written
+            cmd = " ".join(Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").replace("\0", " ").split())[:300]
         except OSError:
             cmd = ""
         return f"pid {pid}" + (f": {cmd}" if cmd else "")
@@ -155,6 +158,12 @@ def run_lock_path() -> Path:
 
 def settings_state_path() -> Path:
     return state_dir() / SETTINGS_STATE
+
+
+def preflight() -> None:
+    """Refuse an unsafe lock or settings state before a run starts anything."""
+    for path in (run_lock_path(), settings_state_path()):
+        open_private(path).close()
 
 
 def main(argv: list[str]) -> int:
