@@ -14,6 +14,7 @@ from harness.config import ARTICLE_FLAGS, HASHER_FLAGS, REPO_ROOT, XXH_ALGOS, Co
 from harness.units import format_size
 
 FIO_JSON = "{FIO_JSON}"  # placeholder in fio argv, replaced by a fresh path per execution
+TRACE = "{TRACE}"  # the word after a hasher's --trace, replaced by the trace file's path
 # fio parses its --filename (':' separates files, '\\' is not an escape, a missing file is created
 # and laid out): the run hands it a path of its own making that names the test file (see run.py).
 FIO_FILE = "{FIO_FILE}"
@@ -67,7 +68,9 @@ class Command:
         return self.tool in HASHING_TOOLS
 
     def argv_with(self, fio_json: str, fio_file: str) -> list[str]:
-        return [a.replace(FIO_JSON, fio_json).replace(FIO_FILE, fio_file) for a in self.argv]
+        """Only fio's own option words change: a test file named like a placeholder stays as it is."""
+        subst = {f"--output={FIO_JSON}": f"--output={fio_json}", f"--filename={FIO_FILE}": f"--filename={fio_file}"}
+        return [subst.get(a, a) for a in self.argv] if self.tool == "fio" else list(self.argv)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -168,7 +171,7 @@ def _commands_for(config: Config, group: Group, knobs: dict[str, Any], f: FileSp
         return Command(label=label + tag, slug="", tool="hasher", variant=group.variant,
                        argv=tuple(argv), block_size=bs, queue_depth=qd, buffers=buf, **flags,
                        extra=extra,
-                       trace_argv=tuple([prog, *opts, "--trace", "{TRACE}", "--", file]) if group.trace else None,
+                       trace_argv=tuple([prog, *opts, "--trace", TRACE, "--", file]) if group.trace else None,
                        **common)
     tool = group.kind
     exe = str(find_tool(tool) or tool)

@@ -41,7 +41,7 @@ from harness import sysinfo, system
 from harness.config import HASHER_FLAGS, REPO_ROOT, Config, ConfigError, load_config  # noqa: F401 (re-export)
 from harness.files import ensure_file, resolve_files  # noqa: F401 (re-export)
 from harness.fio import FioError, parse_fio_file
-from harness.plan import Command, FileSpec, Plan, build_plan, estimate, find_tool, format_duration
+from harness.plan import TRACE, Command, FileSpec, Plan, build_plan, estimate, find_tool, format_duration
 from harness.probe import HasherRejects, check_hashers
 from harness.proc import run_group
 from harness import signals
@@ -370,7 +370,7 @@ def traced_run(state: RunState, cmd: Command, progress: Progress) -> dict[str, A
             cachemod.make_warm(cmd.file)
     except (cachemod.CacheError, OSError) as e:
         raise RunStopped(f"the page cache could not be prepared before the traced run of {cmd.label}: {e}") from None
-    argv = [a.replace("{TRACE}", str(trace)) for a in cmd.trace_argv]
+    argv = [str(trace) if a == TRACE else a for a in cmd.trace_argv]
     rc, out, err = run_group(argv, state.config.run.timeout_s)
     got = parse_hash(out) if rc == 0 else None
     ok = got == state.ref_hash[cmd.file]

@@ -80,17 +80,20 @@ def timing_settings(log: Callable[[str], None], tunables: tuple[Tunable, ...] = 
     signals held back, so a signal cannot leave a setting changed and unrecorded."""
     path = state_path or statemod.settings_state_path()
     me = [os.getpid(), uuid.uuid4().hex]
-    with _signals_held(), _locked_state(path, log) as state:
-        state["users"] = [u for u in state["users"] if _alive(u[0])] + [me]
-        settings = _apply(log, tunables, state["restore"])
+    registered = False
     try:
+        with _signals_held(), _locked_state(path, log) as state:  # a held signal raises at the end of this
+            state["users"] = [u for u in state["users"] if _alive(u[0])] + [me]
+            settings = _apply(log, tunables, state["restore"])
+            registered = True
         yield [asdict(s) for s in settings]
     finally:
-        with _signals_held(), _locked_state(path, log) as state:
-            state["users"] = [u for u in state["users"] if u != me and _alive(u[0])]
-            if not state["users"]:
-                _restore(log, tunables, state["restore"])
-                state["restore"] = {}
+        if registered:
+            with _signals_held(), _locked_state(path, log) as state:
+                state["users"] = [u for u in state["users"] if u != me and _alive(u[0])]
+                if not state["users"]:
+                    _restore(log, tunables, state["restore"])
+                    state["restore"] = {}
 
 
 @contextmanager

@@ -358,13 +358,35 @@ def test_a_signal_ends_the_run_cleanly_and_resumably(tmp_path: Path, private_sta
         assert done < len(read_runs(run_dir)) == 3 * 4  # slow, cat and warm mode's two b3sum
 
 
+class SignalledWhileApplying(Tunable):
+    """Its first write (applying the setting) gets a SIGTERM delivered to this very process."""
+
+    def write(self, value: str) -> None:
+        super().write(value)
+        if value == self.for_timing:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_a_signal_while_a_setting_is_applied_still_restores_it(tmp_path: Path):
+    from harness.signals import Ended, ending_signals_raise
+
+    knob, state = tmp_path / "knob", tmp_path / "state.json"
+    knob.write_text("9\n")
+    tunable = SignalledWhileApplying(name="test knob", path=knob, for_timing="11", why="a test")
+    with ending_signals_raise():
+        with pytest.raises(Ended):
+            with timing_settings(print, (tunable,), state):
+                pytest.fail("the signal is raised before the run measures anything")
+    assert knob.read_text() == "9\n" and json.loads(state.read_text()) == {"users": [], "restore": {}}
+
+
 # --- paths handed to other tools ---
 
 @pytest.mark.skipif(shutil.which("fio") is None or shutil.which("xxhsum") is None, reason="fio or xxhsum missing")
 def test_a_hostile_path_reaches_every_tool_intact(tmp_path: Path):
     d = tmp_path / "-we;ird #dir, x:y\\z"
     d.mkdir()
-    f = d / "-a;b#c:d,e f\\g.bin"
+    f = d / "-a;b#c:d,e f\\g{TRACE}{FIO_JSON}'q\".bin"  # and the argv placeholders, and quotes
     f.write_bytes(os.urandom(256 << 10))
     cfg = config(tmp_path, '[run]\nrounds = 1\n[[hashers]]\nvariant = "uring_b3sum"\nblock_size = "64K"\n'
                            '[baselines]\ncat = true\ndd = { bs = ["64K"] }\nb3sum = { num_threads = [1] }\n'
