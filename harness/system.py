@@ -84,6 +84,7 @@ def timing_settings(log: Callable[[str], None], tunables: tuple[Tunable, ...] = 
     try:
         with _signals_held(), _locked_state(path, log) as state:  # a held signal raises at the end of this
             state["users"] = [u for u in state["users"] if _alive(u[0])] + [me]
+            _drop_invalid(log, tunables, state["restore"])
             settings = _apply(log, tunables, state["restore"])
             registered = True
         yield [asdict(s) for s in settings]
@@ -92,6 +93,7 @@ def timing_settings(log: Callable[[str], None], tunables: tuple[Tunable, ...] = 
             with _signals_held(), _locked_state(path, log) as state:
                 state["users"] = [u for u in state["users"] if u != me and _alive(u[0])]
                 if not state["users"]:
+                    _drop_invalid(log, tunables, state["restore"])
                     _restore(log, tunables, state["restore"])
                     state["restore"] = {}
 
@@ -141,12 +143,18 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _restore(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, str]) -> None:
+def _drop_invalid(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, Any]) -> None:
+    """A value to restore that is not one of the setting's (a corrupt or planted state file) is
+    forgotten: it is never written, and it does not pass for an overlapping run's change."""
     for t in tunables:
         if t.name in restore and not t.is_valid(restore[t.name]):
-            log(f"ringsum: not restoring {t.name}: the recorded value {str(restore[t.name])[:40]!r} "
-                f"is not a valid value of {t.path}; left at {t.for_timing}")
-        elif t.name in restore:
+            log(f"ringsum: ignoring the recorded value {str(restore.pop(t.name))[:40]!r} for {t.name}: "
+                f"not a valid value of {t.path}")
+
+
+def _restore(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, str]) -> None:
+    for t in tunables:
+        if t.name in restore:
             try:
                 t.write(restore[t.name])
             except OSError as e:
