@@ -2,8 +2,9 @@
 
 Errors print `ringsum: <one line>` on stderr. Exit codes: 0 fine; 1 the run failed (hash
 mismatch, failed executions); 2 usage, config or set-up error found before anything ran;
-130 interrupted by SIGINT, SIGTERM or SIGHUP (settings put back; resume with --resume). `ringsum check`: 0 no regression; 1 a regression or a
-failed command; 2 could not compare (missing baseline, too few runs, no common reference).
+130 ended by SIGINT, SIGTERM or SIGHUP (settings put back; resume with --resume). `ringsum check`:
+0 no regression; 1 a regression or a failed command; 2 could not compare (missing baseline, too
+few runs, no common reference, no hasher in both runs).
 """
 
 from __future__ import annotations
