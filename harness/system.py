@@ -76,22 +76,29 @@ ENDING_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 def timing_settings(log: Callable[[str], None], tunables: tuple[Tunable, ...] = TUNABLES,
                     state_path: Path | None = None) -> Iterator[list[dict]]:
     """Apply each available setting for the duration of the block; yields what was done, for meta.json.
-    Changing a setting and recording it (or restoring it and forgetting it) happen with the ending
-    signals held back, so a signal cannot leave a setting changed and unrecorded."""
+
+    An ending signal (signals.py raises it as an exception) may land anywhere, even between a write
+    to sysfs and its record in the state file: each value to put back is noted in `applied` before
+    the write, and leaving merges it into the state, so whatever was changed is put back. The state
+    file is updated with the ending signals blocked, so that it is not left cut short (a signal sent
+    to the process can still reach another thread, hence `applied`)."""
     path = state_path or statemod.settings_state_path()
     me = [os.getpid(), uuid.uuid4().hex]
-    registered = False
+    applied: dict[str, str] = {}
+    opened = False
     try:
-        with _signals_held(), _locked_state(path, log) as state:  # a held signal raises at the end of this
+        with _signals_held(), _locked_state(path, log) as state:
+            opened = True
             state["users"] = [u for u in state["users"] if _alive(u[0])] + [me]
             _drop_invalid(log, tunables, state["restore"])
-            settings = _apply(log, tunables, state["restore"])
-            registered = True
+            settings = _apply(log, tunables, state["restore"], applied)
         yield [asdict(s) for s in settings]
     finally:
-        if registered:
+        if opened:
             with _signals_held(), _locked_state(path, log) as state:
                 state["users"] = [u for u in state["users"] if u != me and _alive(u[0])]
+                for name, value in applied.items():
+                    state["restore"].setdefault(name, value)
                 if not state["users"]:
                     _drop_invalid(log, tunables, state["restore"])
                     _restore(log, tunables, state["restore"])
@@ -127,10 +134,12 @@ def _locked_state(path: Path, log: Callable[[str], None]) -> Iterator[dict[str, 
     with statemod.locked(path, log, "another run's settings change") as f:
         f.seek(0)
         state = _parse_state(f.read(), path, log)
-        yield state
-        f.seek(0)
-        f.truncate()
-        json.dump(state, f)
+        try:
+            yield state
+        finally:  # also when a signal ends the update half-way: `applied` completes it on leaving
+            f.seek(0)
+            f.truncate()
+            json.dump(state, f)
 
 
 def _alive(pid: int) -> bool:
@@ -161,8 +170,10 @@ def _restore(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore:
                 log(f"ringsum: could not restore {t.name}: write {restore[t.name]} to {t.path} ({e.strerror})")
 
 
-def _apply(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, str]) -> list[Setting]:
-    """Apply what no overlapping run has applied; `restore` gains the values to put back."""
+def _apply(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, str],
+           applied: dict[str, str]) -> list[Setting]:
+    """Apply what no overlapping run has applied; `restore` and `applied` gain the values to put back
+    (`applied` before each write)."""
     settings: list[Setting] = []
     for t in tunables:
         if not t.available():
@@ -183,9 +194,11 @@ def _apply(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: d
         if now == t.for_timing:
             settings.append(Setting(t.name, str(t.path), now, now, "already set"))
             continue
+        applied[t.name] = now
         try:
             t.write(t.for_timing)
         except OSError as e:
+            del applied[t.name]
             log(f"note: cannot change {t.name} ({t.path}: {e.strerror}); timings may be noisier: {t.why}")
             settings.append(Setting(t.name, str(t.path), now, now, f"left as is: {e.strerror}"))
             continue

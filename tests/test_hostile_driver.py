@@ -367,16 +367,28 @@ class SignalledWhileApplying(Tunable):
             os.kill(os.getpid(), signal.SIGTERM)
 
 
-def test_a_signal_while_a_setting_is_applied_still_restores_it(tmp_path: Path):
+@pytest.mark.parametrize("other_thread", [False, True])
+def test_a_signal_while_a_setting_is_applied_still_restores_it(tmp_path: Path, other_thread: bool):
+    """With another thread alive (tqdm's monitor, say) the kernel hands the signal to it while the
+    main thread blocks it, and Python raises it in the main thread at once, mid-update."""
+    import threading
+
     from harness.signals import Ended, ending_signals_raise
 
     knob, state = tmp_path / "knob", tmp_path / "state.json"
     knob.write_text("9\n")
     tunable = SignalledWhileApplying(name="test knob", path=knob, for_timing="11", why="a test")
-    with ending_signals_raise():
-        with pytest.raises(Ended):
-            with timing_settings(print, (tunable,), state):
-                pytest.fail("the signal is raised before the run measures anything")
+    done = threading.Event()
+    thread = threading.Thread(target=done.wait)
+    if other_thread:
+        thread.start()
+    try:
+        with ending_signals_raise():
+            with pytest.raises(Ended):
+                with timing_settings(print, (tunable,), state):
+                    pytest.fail("the signal is raised before the run measures anything")
+    finally:
+        done.set()
     assert knob.read_text() == "9\n" and json.loads(state.read_text()) == {"users": [], "restore": {}}
 
 
