@@ -170,7 +170,7 @@ check-power: deps all $(call bins,faults)
 # libFuzzer on the option parser for FUZZ_SECONDS (tests/test_fuzz_options.py builds the target).
 FUZZ_SECONDS ?= 300
 fuzz: deps
-	RINGSUM_FUZZ_SECONDS=$(FUZZ_SECONDS) flock /tmp/ringsum-run.lock $(VENV)/bin/python -m pytest -q -s tests/test_fuzz_options.py
+	RINGSUM_FUZZ_SECONDS=$(FUZZ_SECONDS) flock "$$($(VENV)/bin/python -m harness.state lock-path)" $(VENV)/bin/python -m pytest -q -s tests/test_fuzz_options.py
 
 verify: deps-apt
 	bash hashers/model/verify.sh

@@ -181,11 +181,13 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """0 no regression; 1 a regression or a failed command; 2 something could not be compared."""
+        """0 no regression; 1 a regression or a failed command; 2 something could not be compared,
+        or no hasher was judged (baselines alone say nothing about the hashers)."""
         verdicts = [c.verdict for c in [*self.comparisons, *self.instructions, *self.counters]]
         if any(v in BAD for v in verdicts):
             return 1
-        judged = [c for c in self.comparisons if c.verdict not in (REFERENCE, ONLY_BASELINE, ONLY_CURRENT)]
+        judged = [c for c in self.comparisons
+                  if c.tool == "hasher" and c.verdict not in (REFERENCE, ONLY_BASELINE, ONLY_CURRENT)]
         if not judged or any(v in UNDECIDED for v in verdicts):
             return 2
         return 0
@@ -390,6 +392,8 @@ def compare(baseline: RunData, current: RunData, settings: Settings) -> Report:
         if label not in current.samples:
             report.comparisons.append(Comparison(label, _tool(baseline, label), ONLY_BASELINE,
                                                  baseline_n=len(baseline.samples[label]["raw"])))
+    if not any(c.tool == "hasher" and c.verdict not in (ONLY_CURRENT, ONLY_BASELINE) for c in report.comparisons):
+        report.notes.append("no hasher command is common to both runs: nothing to judge (exit 2)")
     last = (REFERENCE, ONLY_CURRENT, ONLY_BASELINE)  # judged commands first, in the run's order
     report.comparisons.sort(key=lambda c: last.index(c.verdict) + 1 if c.verdict in last else 0)
     judged = {c.label for c in report.comparisons if c.verdict not in last}
@@ -502,7 +506,7 @@ def instructions_now(bin_dir: Path | None = None, file: Path | None = None,
     bin_dir = bin_dir or REPO_ROOT / os.environ.get("RINGSUM_BIN_DIR", "build/bin")
     if file is None:
         file = REPO_ROOT / "build" / "data" / f"ringsum-{format_size(size)}.bin"
-        ensure_file(FileSpec(str(file), size, generate=True), lambda msg: None)
+        ensure_file(FileSpec(str(file), size, generate=True, owned=True), lambda msg: None)
     b3sum = find_tool("b3sum")
     if b3sum is None:
         raise CheckError("b3sum not found; run `make deps`")

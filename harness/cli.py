@@ -2,8 +2,9 @@
 
 Errors print `ringsum: <one line>` on stderr. Exit codes: 0 fine; 1 the run failed (hash
 mismatch, failed executions); 2 usage, config or set-up error found before anything ran;
-130 interrupted (resume with --resume). `ringsum check`: 0 no regression; 1 a regression or a
-failed command; 2 could not compare (missing baseline, too few runs, no common reference).
+130 ended by SIGINT, SIGTERM or SIGHUP (settings put back; resume with --resume). `ringsum check`:
+0 no regression; 1 a regression or a failed command; 2 could not compare (missing baseline, too
+few runs, no common reference, no hasher in both runs).
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def _posint_arg(s: str) -> int:
 
 def _add_file_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--file", metavar="PATH",
-                   help="test file; with --size: generated there if missing or of the wrong size")
+                   help="test file, read as it is; with --size: generated there if missing "
+                        "(an existing file of another size is an error, never rewritten)")
     p.add_argument("--size", type=_size_arg, metavar="SIZE",
                    help="size of the generated random test file (e.g. 1G)")
     p.add_argument("--dir", metavar="DIR", help="where --size generates its file (default build/data)")
@@ -70,6 +72,7 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--against", metavar="BIN_DIR",
                    help="also run every hasher from BIN_DIR (a baseline build), labelled baseline:..., "
                         "in the same rounds (A/B; `ringsum check --against` judges such a run)")
+    r.add_argument("--yes", action="store_true", help="start a plan estimated at over an hour")
     r.add_argument("--report", action="store_true",
                    help="then `ringsum report` the run directory (unless the run exits 2); the run's exit status is kept")
     p = sub.add_parser("plan", help="print the expanded commands and the estimated duration")
@@ -147,13 +150,23 @@ def _add_check_parsers(sub: Any) -> None:
 def _cmd_plan(a: argparse.Namespace) -> int:
     import dataclasses as dc
 
-    from harness.run import Options, _apply_overrides, resolve_files
+    from harness.files import describe
+    from harness.probe import HasherRejects, check_hashers
+    from harness.run import LONG_PLAN_S, Options, _apply_overrides, resolve_files
 
     opts = Options(config_path=a.config, rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir)
     config = _apply_overrides(load_config(a.config), opts)
     files = resolve_files(config, a.file, a.size, a.dir)
     plan = build_plan(config, files)
     est = estimate(plan, config)
+    missing = sorted({c.argv[0] for c in plan.commands if c.tool == "hasher" and not Path(c.argv[0]).is_file()})
+    if missing:
+        plan.notes.append(f"hasher options not checked: {missing[0]} is not built (make)")
+    else:
+        try:
+            check_hashers(plan, config.run.timeout_s)
+        except HasherRejects as e:
+            raise ConfigError(f"{config.path}: {e}") from None
     if a.json:
         print(json.dumps({"commands": [c.to_json() for c in plan.commands],
                           "files": [dc.asdict(f) for f in files], "estimate_s": est.total_s,
@@ -164,7 +177,7 @@ def _cmd_plan(a: argparse.Namespace) -> int:
     print(f"cache: {plan.cache}   rounds: {plan.rounds} x {plan.runs_per_round}   "
           f"timeout: {config.run.timeout_s:g} s per execution")
     for f in files:
-        print(f"file: {f.path} ({format_size(f.size)}{', generated if missing' if f.generate else ''})")
+        print(f"file: {f.path} ({format_size(f.size)}, {describe(f)})")
     print()
     group = None
     for i, c in enumerate(plan.commands, 1):
@@ -183,6 +196,8 @@ def _cmd_plan(a: argparse.Namespace) -> int:
           f"traced {format_duration(est.traced_s)}, setup {format_duration(est.setup_s)}; "
           f"nominal read {config.run.nominal.read_Bps / 1e9:.1f} GB/s, "
           f"{config.run.nominal.overhead_s:g} s overhead per execution)")
+    if est.total_s > LONG_PLAN_S:
+        print("over an hour: `ringsum run` starts it only with --yes")
     return 0
 
 
@@ -205,7 +220,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         return 2
     opts = Options(config_path=a.config, file=a.file, size=a.size, dir=a.dir, out=a.out,
                    rounds=a.rounds, resume=a.resume, warm=a.warm, bin_dir=a.bin_dir, seed=a.seed,
-                   against=a.against)
+                   against=a.against, yes=a.yes)
     if not a.report:
         return run(opts)
     from analysis.cli import run_report
@@ -344,7 +359,9 @@ def _cmd_tune(a: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     from harness.cache import CacheError
     from harness.check import CheckError
+    from harness.files import FileError
     from harness.run import SetupError
+    from harness.state import StateError
 
     a = make_parser().parse_args(argv)
     try:
@@ -360,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
             from analysis.cli import run_report
             return run_report(a)
         return _cmd_run(a)
-    except (ConfigError, PlanError, SetupError, CheckError) as e:
+    except (ConfigError, PlanError, SetupError, CheckError, FileError, StateError) as e:
         print(f"ringsum: {e}", file=sys.stderr)
         return 2
     except CacheError as e:

@@ -14,6 +14,10 @@ from harness.config import ARTICLE_FLAGS, HASHER_FLAGS, REPO_ROOT, XXH_ALGOS, Co
 from harness.units import format_size
 
 FIO_JSON = "{FIO_JSON}"  # placeholder in fio argv, replaced by a fresh path per execution
+TRACE = "{TRACE}"  # the word after a hasher's --trace, replaced by the trace file's path
+# fio parses its --filename (':' separates files, '\\' is not an escape, a missing file is created
+# and laid out): the run hands it a path of its own making that names the test file (see run.py).
+FIO_FILE = "{FIO_FILE}"
 HASHING_TOOLS = ("hasher", "b3sum")  # tools whose stdout is b3sum-format and is checked
 BLAKE3_GROUP = "blake3-in-memory"
 
@@ -26,7 +30,8 @@ class PlanError(Exception):
 class FileSpec:
     path: str  # absolute
     size: int
-    generate: bool = False  # create it (random data) if missing or of the wrong size
+    generate: bool = False  # create it (random data) if missing
+    owned: bool = False  # ringsum named it (data directory): also generated again if of the wrong size
 
 
 @dataclass(frozen=True)
@@ -62,10 +67,10 @@ class Command:
     def hashes(self) -> bool:
         return self.tool in HASHING_TOOLS
 
-    def argv_with(self, fio_json: str | None = None) -> list[str]:
-        if fio_json is None:
-            return list(self.argv)
-        return [a.replace(FIO_JSON, fio_json) for a in self.argv]
+    def argv_with(self, fio_json: str, fio_file: str) -> list[str]:
+        """Only fio's own option words change: a test file named like a placeholder stays as it is."""
+        subst = {f"--output={FIO_JSON}": f"--output={fio_json}", f"--filename={FIO_FILE}": f"--filename={fio_file}"}
+        return [subst.get(a, a) for a in self.argv] if self.tool == "fio" else list(self.argv)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -137,10 +142,6 @@ def _expand_grid(group: Group) -> list[dict[str, Any]]:
     return out
 
 
-def _fio_filename(path: str) -> str:
-    return path.replace("\\", "\\\\").replace(":", "\\:")  # fio splits --filename on ':'
-
-
 def _commands_for(config: Config, group: Group, knobs: dict[str, Any], f: FileSpec,
                   tag: str) -> Command:
     file = f.path
@@ -162,7 +163,7 @@ def _commands_for(config: Config, group: Group, knobs: dict[str, Any], f: FileSp
             label = f"{group.variant} {' '.join(args)}"
             extra = "positional"
         else:
-            argv = [prog, *opts, file]
+            argv = [prog, *opts, "--", file]
             # A group with its own binary is told apart from the built variant by its name.
             label = f"{group.name if group.path else group.variant} bs={format_size(bs)} qd={qd} buf={buf}"
             label += "".join(f" {HASHER_FLAGS[knob][1]}" for knob, on in flags.items() if on)
@@ -170,12 +171,12 @@ def _commands_for(config: Config, group: Group, knobs: dict[str, Any], f: FileSp
         return Command(label=label + tag, slug="", tool="hasher", variant=group.variant,
                        argv=tuple(argv), block_size=bs, queue_depth=qd, buffers=buf, **flags,
                        extra=extra,
-                       trace_argv=tuple([prog, *opts, "--trace", "{TRACE}", file]) if group.trace else None,
+                       trace_argv=tuple([prog, *opts, "--trace", TRACE, "--", file]) if group.trace else None,
                        **common)
     tool = group.kind
     exe = str(find_tool(tool) or tool)
     if tool == "cat":
-        return Command(label="cat" + tag, slug="", tool=tool, variant=tool, argv=(exe, file), **common)
+        return Command(label="cat" + tag, slug="", tool=tool, variant=tool, argv=(exe, "--", file), **common)
     if tool == "dd":
         bs, direct = knobs["bs"], knobs["direct"]
         argv = [exe, f"if={file}", "of=/dev/null", f"bs={bs}"] + ["iflag=direct"] * direct + ["status=none"]
@@ -186,16 +187,16 @@ def _commands_for(config: Config, group: Group, knobs: dict[str, Any], f: FileSp
         nt, no_mmap = knobs["num_threads"], knobs["no_mmap"]
         flags = (["--num-threads", str(nt)] if nt is not None else []) + ["--no-mmap"] * no_mmap
         label = " ".join(["b3sum", *flags])
-        return Command(label=label + tag, slug="", tool=tool, variant=tool, argv=(exe, *flags, file),
+        return Command(label=label + tag, slug="", tool=tool, variant=tool, argv=(exe, *flags, "--", file),
                        num_threads=nt, mmap=not no_mmap, **common)
     if tool == "xxhsum":
         algo = knobs["algo"]
         flags = [] if algo == "xxh64" else [f"-H{XXH_ALGOS[algo]}"]
         return Command(label=" ".join(["xxhsum", *flags]) + tag, slug="", tool=tool, variant=tool,
-                       argv=(exe, *flags, file), extra="" if algo == "xxh64" else algo, **common)
+                       argv=(exe, *flags, "--", file), extra="" if algo == "xxh64" else algo, **common)
     if tool == "fio":
         bs, depth, direct = knobs["bs"], knobs["iodepth"], knobs["direct"]
-        argv = [exe, "--name=ringsum", f"--filename={_fio_filename(file)}", "--rw=read",
+        argv = [exe, "--name=ringsum", f"--filename={FIO_FILE}", "--allow_file_create=0", "--rw=read",
                 f"--bs={bs}", "--ioengine=io_uring", f"--iodepth={depth}", f"--direct={int(direct)}",
                 "--numjobs=1", f"--size={f.size}", "--invalidate=0",
                 "--output-format=json", f"--output={FIO_JSON}"]
@@ -258,9 +259,10 @@ def build_plan(config: Config, files: list[FileSpec]) -> Plan:
                 if not config.run.trace:
                     fields["trace_argv"] = None
                 commands.append(Command(**fields))
-    for g in groups:
-        if not _expand_grid(g):
-            notes.append(f"group {g.name}: every combination excluded; it runs nothing")
+    empty = [g for g in config.groups if not _expand_grid(g)]
+    if config.groups and len(empty) == len(config.groups):
+        raise PlanError(f"{config.path}: the exclude/constraints rules leave no command to run")
+    notes += [f"group {g.name}: every combination excluded; it runs nothing" for g in empty]
     if added:
         notes.append(f"speed limit: added the read-only commands {', '.join(added)} "
                      "(the limit group; `[baselines] limit = false` turns it off)")

@@ -16,7 +16,6 @@ Run directory layout (results/<YYYYmmddTHHMMSSZ>-<host>/)::
 from __future__ import annotations
 
 import csv
-import ctypes
 import dataclasses
 import datetime as dt
 import errno
@@ -30,6 +29,8 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, TextIO
@@ -37,11 +38,17 @@ from typing import Any, Callable, TextIO
 from harness import cache as cachemod
 from harness import results as res
 from harness import counters, sysinfo, system, verdict
+from harness import state as statemod
 from harness.config import (HASHER_FLAGS, REPO_ROOT, Config, ConfigError, load_config,  # noqa: F401 (re-export)
                             with_baseline_build)
+from harness.files import ensure_file, resolve_files  # noqa: F401 (re-export)
 from harness.fio import FioError, parse_fio_file
-from harness.plan import Command, FileSpec, Plan, build_plan, find_tool
-from harness.units import format_rate, format_size
+from harness.plan import TRACE, Command, FileSpec, Plan, build_plan, estimate, find_tool, format_duration
+from harness.probe import HasherRejects, check_hashers
+from harness.proc import run_group
+from harness import signals
+from harness.signals import EndingSignals, ending_signals_raise
+from harness.units import format_rate
 
 HEX64 = re.compile(r"^\\?([0-9a-f]{64})\s")  # b3sum starts the line with a backslash when it escapes the path
 PREPARE_SLACK_S = 10.0  # on top of the command timeout: sync + drop + residency check
@@ -85,6 +92,10 @@ class Options:
     bin_dir: str | None = None
     seed: int | None = None
     against: str | None = None  # a baseline build's bin dir: its hashers run beside these (A/B)
+    yes: bool = False  # start a plan estimated over LONG_PLAN_S
+
+
+LONG_PLAN_S = 3600.0
 
 
 def utcnow() -> dt.datetime:
@@ -93,57 +104,6 @@ def utcnow() -> dt.datetime:
 
 def iso(t: dt.datetime) -> str:
     return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-# --- files ---
-
-def resolve_files(config: Config, file: str | None, size: int | None, dir_: str | None) -> list[FileSpec]:
-    """--file/--size/--dir override the config's run.file / run.file_size."""
-    def spec_for(path: Path, want: int | None) -> FileSpec:
-        path = path.expanduser().absolute()
-        if want is not None:
-            return FileSpec(str(path), want, generate=True)
-        if not path.is_file():
-            raise SetupError(f"test file not found: {path} (pass --size to generate it)")
-        n = path.stat().st_size
-        if n == 0:
-            raise SetupError(f"test file is empty: {path} (throughput of an empty file means nothing)")
-        return FileSpec(str(path), n)
-
-    if size is not None and size <= 0:
-        raise SetupError("--size must be at least 1 byte")
-    if file:
-        return [spec_for(Path(file), size)]
-    if size is not None:
-        d = Path(dir_) if dir_ else config.data_dir()
-        return [spec_for(d / f"ringsum-{format_size(size)}.bin", size)]
-    if config.run.files:
-        return [spec_for(Path(f), None) for f in config.run.files]
-    if config.run.file_sizes:
-        d = Path(dir_) if dir_ else config.data_dir()
-        return [spec_for(d / f"ringsum-{format_size(n)}.bin", n) for n in config.run.file_sizes]
-    return []
-
-
-def ensure_file(spec: FileSpec, log: Callable[[str], None]) -> None:
-    p = Path(spec.path)
-    if p.is_file() and p.stat().st_size == spec.size:
-        return
-    if not spec.generate:
-        raise SetupError(f"test file missing or changed size: {p}")
-    log(f"generating {format_size(spec.size)} of random data in {p}")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".partial")
-    chunk = 8 << 20
-    with open(tmp, "wb") as f:
-        left = spec.size
-        while left:
-            n = min(chunk, left)
-            f.write(os.urandom(n))
-            left -= n
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, p)
 
 
 # --- checks before anything runs ---
@@ -207,44 +167,8 @@ def round_orders(labels: list[str], rounds: int, runs_per_round: int, seed: int)
     return orders
 
 
-# --- subprocesses ---
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL it when the driver dies (a `kill -9` of the driver
-    must not leave a hyperfine running that would disturb a resumed run)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def _run_group(argv: list[str], timeout: float, stdout: Any = subprocess.PIPE) -> tuple[int | None, str, str]:
-    """Run in its own process group; on timeout kill the group. Returns (rc|None, out, err)."""
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                            start_new_session=True, text=True, preexec_fn=_die_with_parent)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-        return proc.returncode, out or "", err or ""
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, err = proc.communicate()
-        return None, out or "", err or ""
-    except BaseException:
-        _kill_group(proc)
-        proc.wait()
-        raise
-
-
-def _kill_group(proc: subprocess.Popen[Any]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 def b3sum_reference(b3sum: str, path: str, timeout: float) -> str:
-    rc, out, err = _run_group([b3sum, "--", path], timeout)
+    rc, out, err = run_group([b3sum, "--", path], timeout)
     m = HEX64.match(out)
     if rc != 0 or not m:
         raise SetupError(f"b3sum failed on {path}: {err.strip() or out.strip() or f'exit {rc}'}")
@@ -283,6 +207,7 @@ class RunState:
     seed: int
     tools: dict[str, str]
     ref_hash: dict[str, str]
+    fio_files: dict[str, str] = field(default_factory=dict)  # test file -> the path fio is given
     python: str = sys.executable
     mismatches: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
@@ -380,10 +305,10 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
             "--command-name", cmd.label, "--export-json", str(json_path),
             "--output", str(out_path) if cmd.hashes else "null",
             "--prepare", prepare_argv(state.python, cmd.file, prep_log, cache),
-            shlex.join(cmd.argv_with(str(fio_path)))]
+            shlex.join(cmd.argv_with(str(fio_path), state.fio_files.get(cmd.file, cmd.file)))]
     started = utcnow()
     timeout = state.config.run.timeout_s + PREPARE_SLACK_S
-    rc, _out, err = _run_group(argv, timeout)
+    rc, _out, err = run_group(argv, timeout)
     rec = res.RunRecord(
         label=cmd.label, tool=cmd.tool, variant=cmd.variant, group=cmd.group,
         block_size=cmd.block_size, queue_depth=cmd.queue_depth, buffers=cmd.buffers,
@@ -453,7 +378,7 @@ def traced_run(state: RunState, cmd: Command, progress: Progress) -> dict[str, A
     assert cmd.trace_argv is not None
     trace = state.run_dir / "traces" / f"{cmd.slug}.csv"
     out_path = state.run_dir / "raw" / f"{cmd.slug}.trace.out"
-    argv = [a.replace("{TRACE}", str(trace)) for a in cmd.trace_argv]
+    argv = [str(trace) if a == TRACE else a for a in cmd.trace_argv]
     for _ in range(state.config.run.probes):
         trace.unlink(missing_ok=True)
         row = counters.probe(cmd.label, argv, cmd.file, trace, out_path, state.config.run.timeout_s,
@@ -550,6 +475,15 @@ def validate_new_run(opts: Options) -> Validated:
     tools = required_tools(plan)
     check_binaries(plan)
     check_paths(files, opts.out)
+    try:
+        check_hashers(plan, config.run.timeout_s)
+    except HasherRejects as e:
+        raise ConfigError(f"{config.path}: {e}") from None
+    est = estimate(plan, config).total_s
+    if est > LONG_PLAN_S and not opts.yes:
+        raise SetupError(f"{config.path}: the plan is estimated at {format_duration(est)} "
+                         f"({plan.timed_executions} timed executions); pass --yes to start it "
+                         "(see `ringsum plan`)")
     return Validated(config, files, plan, tools)
 
 
@@ -585,11 +519,20 @@ def prepare_new_run(opts: Options, v: Validated) -> RunState:
                     tools=tools, ref_hash=ref)
 
 
-def prepare_resume(opts: Options) -> RunState:
-    run_dir = Path(opts.resume or "")
+def finished_at(run_dir: Path) -> str | None:
+    """When a run directory's run finished (None: it did not, so --resume goes on with it)."""
     meta_p, plan_p = run_dir / res.META_JSON, run_dir / res.PLAN_JSON
     if not meta_p.is_file() or not plan_p.is_file():
         raise SetupError(f"{run_dir}: not a run directory (meta.json and plan.json needed)")
+    return res.read_json(meta_p).get("finished_at")
+
+
+def prepare_resume(opts: Options) -> RunState | None:
+    """The state to go on with, or None when the run has finished (it is then left untouched)."""
+    run_dir = Path(opts.resume or "")
+    meta_p, plan_p = run_dir / res.META_JSON, run_dir / res.PLAN_JSON
+    if finished_at(run_dir):
+        return None
     meta, pj = res.read_json(meta_p), res.read_json(plan_p)
     saved = meta["config"]
     config = load_config(run_dir / "config.toml")
@@ -626,51 +569,58 @@ def prepare_resume(opts: Options) -> RunState:
                     tools=tools, ref_hash=ref)
 
 
-def lock_path() -> Path:
-    return Path(os.environ.get("RINGSUM_LOCK", "/tmp/ringsum-run.lock"))
-
-
-def acquire_run_lock(log: Callable[[str], None] = _log) -> Any:
-    """One sweep at a time per machine: two runs would drop each other's page cache and read
-    the same disk. Waits (with a message) for the other run. Returns the open lock file."""
-    import fcntl
-
-    path = lock_path()
-    f = open(path, "a+")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.seek(0)
-        holder = f.read().strip() or "unknown"
-        log(f"waiting for another ringsum run to finish ({holder}; lock {path})")
-        fcntl.flock(f, fcntl.LOCK_EX)
-    f.seek(0)
-    f.truncate()
-    f.write(f"pid {os.getpid()}: {' '.join(sys.argv)}\n")
-    f.flush()
-    return f
-
-
 def run(opts: Options, stream: TextIO = sys.stderr) -> int:
-    """Run (or resume) a sweep. Returns the exit code: 0 fine, 1 run failure."""
+    """Run (or resume) a sweep. Returns the exit code: 0 fine, 1 run failure, 130 ended by a signal."""
     # uring_b3sum reads installed defaults (ringsum tune --install); a sweep's knobs must mean what they say.
     os.environ["URING_B3SUM_OPTIONS"] = os.devnull
+    if opts.resume and _say_finished(Path(opts.resume)):
+        return 0
     validated = None if opts.resume else validate_new_run(opts)  # errors before waiting
-    lock = acquire_run_lock()
-    try:
-        return _run_locked(opts, validated, stream)
-    except OSError as e:
-        if not _disk_full(e):
-            raise
-        _log(f"ringsum: no space left on device writing results ({e.filename or opts.resume or opts.out}); "
-             "nothing was measured yet")
-        return 1
-    finally:
-        lock.close()
+    statemod.preflight()
+    # One sweep at a time per machine: two runs would drop each other's page cache and read the same disk.
+    with ending_signals_raise() as ending, statemod.locked(statemod.run_lock_path(), _log, "another ringsum run"):
+        try:
+            return _run_locked(opts, validated, stream, ending)
+        except OSError as e:
+            if not _disk_full(e):
+                raise
+            _log(f"ringsum: no space left on device writing results ({e.filename or opts.resume or opts.out}); "
+                 "nothing was measured yet")
+            return 1
 
 
-def _run_locked(opts: Options, validated: Validated | None, stream: TextIO) -> int:
+def _say_finished(run_dir: Path) -> bool:
+    at = finished_at(run_dir)
+    if at:
+        _log(f"ringsum: {run_dir} finished at {at}; nothing to resume (it is left as it is)")
+    return bool(at)
+
+
+def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, ending: EndingSignals) -> int:
     state = prepare_new_run(opts, validated) if validated else prepare_resume(opts)
+    if state is None:  # finished by another resume while this one waited for the lock
+        _say_finished(Path(opts.resume or ""))
+        return 0
+    with _fio_inputs(state):
+        return _measure(state, stream, ending)
+
+
+@contextmanager
+def _fio_inputs(state: RunState) -> Iterator[None]:
+    """fio reads each test file through /proc/<this pid>/fd/<n>: a path of digits and slashes that
+    its option parser cannot misread (and fio is told never to create a file)."""
+    fds: list[int] = []
+    try:
+        for path in sorted({c.file for c in state.plan.commands if c.tool == "fio"}):
+            fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
+            state.fio_files[path] = f"/proc/{os.getpid()}/fd/{fds[-1]}"
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _measure(state: RunState, stream: TextIO, ending: EndingSignals) -> int:
     run_dir, plan = state.run_dir, state.plan
     by_label = {c.label: c for c in plan.commands}
     runs_csv = run_dir / res.RUNS_CSV
@@ -705,6 +655,7 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO) -> i
         state.count_syscalls = bool(to_trace) and counters.perf_counts_enters()
         try:
             for c in to_trace:
+                ending.check()
                 check_space(run_dir)
                 row = traced_run(state, c, progress)
                 check_space(run_dir)  # filled meanwhile: the trace may be cut short, trace it again on resume
@@ -712,6 +663,7 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO) -> i
             with res.RunsWriter(runs_csv) as writer:
                 for rnd, pos in todo:
                     cmd = by_label[state.orders[rnd - 1][pos]]
+                    ending.check()
                     check_space(run_dir)
                     rec = execute(state, cmd, rnd, pos)
                     check_space(run_dir)  # filled meanwhile: its raw files may be cut short, run it again on resume
@@ -726,9 +678,9 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO) -> i
                         if "resident" in rec.error:
                             progress.note(f"WARNING: {rec.label} (round {rnd}): {rec.error}")
                     progress.finished(_describe(rec))
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             progress.close()
-            _log(f"\ninterrupted; finish with: ringsum run --resume {run_dir}")
+            _log(f"\ninterrupted ({signals.name(e)}); finish with: ringsum run --resume {run_dir}")
             return 130
         except (RunStopped, OSError) as e:
             progress.close()

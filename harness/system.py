@@ -6,15 +6,18 @@ changed; a setting that cannot be changed (not root, not a VM) becomes advice, n
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
+import re
+import signal
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from harness import state as statemod
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,12 @@ class Tunable:
     path: Path
     for_timing: str  # the value a run wants
     why: str
+    # What a value of this setting looks like: a value read, or one to restore, must match it
+    # (a corrupt state file must never get arbitrary text written into sysfs).
+    valid: str = r"\d{1,4}"
+
+    def is_valid(self, value: object) -> bool:
+        return isinstance(value, str) and re.fullmatch(self.valid, value) is not None
 
     def available(self) -> bool:
         return self.path.exists()
@@ -57,45 +66,80 @@ TUNABLES = (FREE_PAGE_REPORTING,)
 
 
 # Runs with their own run locks (tests) may overlap: the first to change a setting must not be put
-# back by a later one, so a state file (under its own lock) lists who uses the settings and what to
-# restore; the last user to leave restores them. Users that died (SIGKILL) are pruned.
-SETTINGS_STATE = Path("/tmp/ringsum-system-settings.json")
+# back by a later one, so a state file (under its own lock, in the private state directory of
+# harness/state.py) lists who uses the settings and what to restore; the last user to leave restores
+# them. Users that died (SIGKILL) are pruned.
+ENDING_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
 @contextmanager
 def timing_settings(log: Callable[[str], None], tunables: tuple[Tunable, ...] = TUNABLES,
-                    state_path: Path = SETTINGS_STATE) -> Iterator[list[dict]]:
-    """Apply each available setting for the duration of the block; yields what was done, for meta.json."""
+                    state_path: Path | None = None) -> Iterator[list[dict]]:
+    """Apply each available setting for the duration of the block; yields what was done, for meta.json.
+
+    An ending signal (signals.py raises it as an exception) may land anywhere, even between a write
+    to sysfs and its record in the state file: each value to put back is noted in `applied` before
+    the write, and leaving merges it into the state, so whatever was changed is put back. The state
+    file is updated with the ending signals blocked, so that it is not left cut short (a signal sent
+    to the process can still reach another thread, hence `applied`)."""
+    path = state_path or statemod.settings_state_path()
     me = [os.getpid(), uuid.uuid4().hex]
-    with _locked_state(state_path) as state:
-        state["users"] = [u for u in state["users"] if _alive(u[0])] + [me]
-        settings = _apply(log, tunables, state["restore"])
+    applied: dict[str, str] = {}
+    opened = False
     try:
+        with _signals_held(), _locked_state(path, log) as state:
+            opened = True
+            state["users"] = [u for u in state["users"] if _alive(u[0])] + [me]
+            _drop_invalid(log, tunables, state["restore"])
+            settings = _apply(log, tunables, state["restore"], applied)
         yield [asdict(s) for s in settings]
     finally:
-        with _locked_state(state_path) as state:
-            state["users"] = [u for u in state["users"] if u != me and _alive(u[0])]
-            if not state["users"]:
-                _restore(log, tunables, state["restore"])
-                state["restore"] = {}
+        if opened:
+            with _signals_held(), _locked_state(path, log) as state:
+                state["users"] = [u for u in state["users"] if u != me and _alive(u[0])]
+                for name, value in applied.items():
+                    state["restore"].setdefault(name, value)
+                if not state["users"]:
+                    _drop_invalid(log, tunables, state["restore"])
+                    _restore(log, tunables, state["restore"])
+                    state["restore"] = {}
 
 
 @contextmanager
-def _locked_state(path: Path) -> Iterator[dict[str, Any]]:
-    with open(path, "a+") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
+def _signals_held() -> Iterator[None]:
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, ENDING_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)  # a held signal is delivered here
+
+
+def _parse_state(text: str, path: Path, log: Callable[[str], None]) -> dict[str, Any]:
+    try:
+        state = json.loads(text) if text.strip() else {}
+    except ValueError:
+        state = None
+    if not (isinstance(state, dict) and isinstance(state.get("users", []), list)
+            and isinstance(state.get("restore", {}), dict)
+            and all(isinstance(u, list) and len(u) == 2 and isinstance(u[0], int) for u in state.get("users", []))):
+        log(f"note: {path} is corrupt; starting it afresh (settings left changed by a lost run stay as they are)")
+        state = {}
+    state.setdefault("users", [])
+    state.setdefault("restore", {})
+    return state
+
+
+@contextmanager
+def _locked_state(path: Path, log: Callable[[str], None]) -> Iterator[dict[str, Any]]:
+    with statemod.locked(path, log, "another run's settings change") as f:
         f.seek(0)
-        text = f.read()
+        state = _parse_state(f.read(), path, log)
         try:
-            state = json.loads(text) if text.strip() else {}
-        except ValueError:
-            state = {}
-        state.setdefault("users", [])
-        state.setdefault("restore", {})
-        yield state
-        f.seek(0)
-        f.truncate()
-        json.dump(state, f)
+            yield state
+        finally:  # also when a signal ends the update half-way: `applied` completes it on leaving
+            f.seek(0)
+            f.truncate()
+            json.dump(state, f)
 
 
 def _alive(pid: int) -> bool:
@@ -108,6 +152,15 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _drop_invalid(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, Any]) -> None:
+    """A value to restore that is not one of the setting's (a corrupt or planted state file) is
+    forgotten: it is never written, and it does not pass for an overlapping run's change."""
+    for t in tunables:
+        if t.name in restore and not t.is_valid(restore[t.name]):
+            log(f"ringsum: ignoring the recorded value {str(restore.pop(t.name))[:40]!r} for {t.name}: "
+                f"not a valid value of {t.path}")
+
+
 def _restore(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, str]) -> None:
     for t in tunables:
         if t.name in restore:
@@ -117,8 +170,10 @@ def _restore(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore:
                 log(f"ringsum: could not restore {t.name}: write {restore[t.name]} to {t.path} ({e.strerror})")
 
 
-def _apply(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, str]) -> list[Setting]:
-    """Apply what no overlapping run has applied; `restore` gains the values to put back."""
+def _apply(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, str],
+           applied: dict[str, str]) -> list[Setting]:
+    """Apply what no overlapping run has applied; `restore` and `applied` gain the values to put back
+    (`applied` before each write)."""
     settings: list[Setting] = []
     for t in tunables:
         if not t.available():
@@ -132,12 +187,18 @@ def _apply(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: d
         if t.name in restore:
             settings.append(Setting(t.name, str(t.path), restore[t.name], now, "set by an overlapping run"))
             continue
+        if not t.is_valid(now):  # it could not be put back as read
+            log(f"note: {t.name} ({t.path}) reads {now[:40]!r}, not a value ringsum knows; left as is")
+            settings.append(Setting(t.name, str(t.path), now, now, "left as is: unexpected value"))
+            continue
         if now == t.for_timing:
             settings.append(Setting(t.name, str(t.path), now, now, "already set"))
             continue
+        applied[t.name] = now
         try:
             t.write(t.for_timing)
         except OSError as e:
+            del applied[t.name]
             log(f"note: cannot change {t.name} ({t.path}: {e.strerror}); timings may be noisier: {t.why}")
             settings.append(Setting(t.name, str(t.path), now, now, f"left as is: {e.strerror}"))
             continue

@@ -321,8 +321,8 @@ def real_measure(space: Space, tune_dir: Path) -> Measure:
         cfg = tune_dir / f"{base}.toml"
         cfg.write_text(config_text(space, stage, f"ringsum tune: {base}"), encoding="utf-8")
         out = tune_dir / base
-        opts = Options(config_path=str(cfg), file=space.file.path,
-                       size=space.file.size if space.file.generate else None, out=str(out))
+        opts = Options(config_path=str(cfg), file=space.file.path,  # yes: --budget bounds tune's time
+                       size=space.file.size if space.file.generate else None, out=str(out), yes=True)
         with _no_installed_defaults(), contextlib.redirect_stdout(sys.stderr):
             code = run(opts)
         if code == 130:
