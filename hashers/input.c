@@ -28,6 +28,8 @@ struct cachestat { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_rec
  */
 static volatile sig_atomic_t mapped_file_lost_pages;
 
+#define MIN_MAPPED_SIZE (16u << 10)	/* BLAKE3's MINIMUM_MMAP_SIZE */
+
 static void on_sigbus(int sig, siginfo_t *info, void *context)
 {
 	long page = sysconf(_SC_PAGESIZE);
@@ -129,7 +131,7 @@ static void say_how(const struct ring *r, const struct input *in)
 
 static int open_input(struct ring *r, struct input *in, unsigned index)
 {
-	int flags, ret;
+	int ret;
 
 	if (!strcmp(in->path, "-")) {
 		if (r->keyed)
@@ -145,17 +147,21 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	}
 	if ((ret = classify(in)) < 0)
 		return ret;
-	/* Asking for O_DIRECT is asking for the ring: auto only takes the page cache without it. */
+	/*
+	 * Asking for O_DIRECT is asking for the ring: auto only takes the page
+	 * cache without it, and as BLAKE3's update_mmap_rayon() not for a small
+	 * file, where mapping and unmapping with every core cost more than a read.
+	 */
 	in->from_memory = S_ISREG(in->st.st_mode) && !in->borrowed_fd &&
 			  (r->path_choice == PATH_MEMORY ||
-			   (r->path_choice == PATH_AUTO && !r->direct && fully_cached(in->fd, in->size)));
+			   (r->path_choice == PATH_AUTO && !r->direct && in->size >= MIN_MAPPED_SIZE &&
+			    fully_cached(in->fd, in->size)));
 	in->direct = r->direct && !in->stream && !in->from_memory;
 	if (r->verbose)
 		say_how(r, in);
+	/* F_SETFL sets every flag it can change: this clears O_NONBLOCK. */
 	if (!in->borrowed_fd) {
-		flags = fcntl(in->fd, F_GETFL);
-		flags = (flags & ~O_NONBLOCK) | (in->direct ? O_DIRECT : 0);
-		if (fcntl(in->fd, F_SETFL, flags))
+		if (fcntl(in->fd, F_SETFL, in->direct ? O_DIRECT : 0))
 			return errno == EINVAL && in->direct ? -ERR_DIRECT_UNSUPPORTED : -errno;
 	}
 	if (in->from_memory)
@@ -201,16 +207,15 @@ size_t block_length(const struct ring *r, const struct input *in, uint64_t block
 }
 
 /* b3sum reads to end of file: a file whose size undercounts its data must not get a hash. */
-static int check_end_of_file(int fd, uint64_t size)
+static int check_end_of_file(const struct input *in)
 {
 	char probe;
 	ssize_t n;
-	int flags = fcntl(fd, F_GETFL);
 
-	if (flags & O_DIRECT && fcntl(fd, F_SETFL, flags & ~O_DIRECT))
+	if (in->direct && fcntl(in->fd, F_SETFL, 0))
 		return -errno;
 	do
-		n = pread(fd, &probe, 1, size);
+		n = pread(in->fd, &probe, 1, in->size);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
@@ -224,7 +229,7 @@ static int check_unchanged(const struct input *in)
 
 	if (in->stream)
 		return 0;
-	if ((ret = check_end_of_file(in->fd, in->size)))
+	if ((ret = check_end_of_file(in)))
 		return ret;
 	if (S_ISBLK(in->st.st_mode))
 		return 0;
