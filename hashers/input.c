@@ -99,6 +99,11 @@ static int classify(struct input *in)
 {
 	if (fstat(in->fd, &in->st))
 		return -errno;
+	/* stdin is read from where it stands, whatever it is, as b3sum reads it */
+	if (in->borrowed_fd && !S_ISDIR(in->st.st_mode)) {
+		in->stream = true;
+		return 0;
+	}
 	switch (in->st.st_mode & S_IFMT) {
 	case S_IFREG:
 		in->size = in->st.st_size;
