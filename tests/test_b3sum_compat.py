@@ -195,6 +195,16 @@ def test_check_parsing_and_every_complaint(tree, tmp_path):
     assert b"missing: FAILED (No such file or directory (os error 2))" in result.stdout
 
 
+@pytest.mark.parametrize("args", [["--seek", "3"], ["--no-mmap", "--num-threads", "1"]])
+def test_check_with_the_flags_b3sum_allows_there(tree, args):
+    """--seek moves the compared output: b3sum compares the 32 bytes from there."""
+    sums = call(B3SUM, ["size-17408", "size-1"], cwd=tree).stdout
+    same_as_b3sum(["--check", *args, "-"], cwd=tree, stdin=sums)
+    if args[0] == "--seek":
+        seeked = call(B3SUM, ["--seek", "3", "size-17408", "size-1"], cwd=tree).stdout
+        assert same_as_b3sum(["--check", *args, "-"], cwd=tree, stdin=seeked).returncode == 0
+
+
 def test_check_stops_where_b3sum_stops(tree, tmp_path):
     """A checksum file that cannot be opened, or is not UTF-8, ends the run with 'Error: ...' and no WARNING."""
     sums = call(B3SUM, ["size-1"], cwd=tree).stdout
