@@ -159,7 +159,8 @@ def _commands_for(config: Config, group: Group, knobs: dict[str, Any], f: FileSp
                 raise PlanError(f"group {group.name!r}: the positional style cannot express {', '.join(beyond)}")
             args = [str(bs // 1024), str(qd), str(int(flags["direct"])), str(int(flags["process_in_inner_loop"])),
                     str(buf), str(int(flags["drain"])), str(int(flags["link"]))]
-            argv = [prog, file, *args]
+            # uring_b3sum takes its arguments as b3sum does: the article's form only after --positional.
+            argv = [prog, *(["--positional"] if group.variant == "uring_b3sum" else []), file, *args]
             label = f"{group.variant} {' '.join(args)}"
             extra = "positional"
         else:

@@ -2,8 +2,10 @@
 /* A file's way through the ring: opened by the producer, finished by the consumer, in order. */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -25,6 +27,8 @@ struct cachestat { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_rec
  * globals, hence this one.
  */
 static volatile sig_atomic_t mapped_file_lost_pages;
+
+#define MIN_MAPPED_SIZE (16u << 10)	/* BLAKE3's MINIMUM_MMAP_SIZE */
 
 static void on_sigbus(int sig, siginfo_t *info, void *context)
 {
@@ -53,7 +57,7 @@ static bool fully_cached(int fd, uint64_t size)
 static int hash_from_memory(struct input *in)
 {
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, old;
-	uint64_t size = in->st.st_size;
+	uint64_t size = in->size;
 	void *map;
 
 	if (!size)
@@ -90,40 +94,88 @@ static int check_pollable(const struct stat *st)
 	return value == '1' ? 0 : -ERR_NOT_POLLABLE;
 }
 
-static int open_regular(struct ring *r, struct input *in, unsigned index)
+/* What kind of input it is, and how many bytes it has when that is known ahead. */
+static int classify(struct input *in)
 {
-	int flags;
-
-	/* O_NONBLOCK so that a FIFO cannot block the open; it is cleared before any read. */
-	in->fd = open(in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (in->fd < 0)
-		return -errno;
 	if (fstat(in->fd, &in->st))
 		return -errno;
-	if (S_ISDIR(in->st.st_mode))
+	/* stdin is read from where it stands, whatever it is, as b3sum reads it */
+	if (in->borrowed_fd && !S_ISDIR(in->st.st_mode)) {
+		in->stream = true;
+		return 0;
+	}
+	switch (in->st.st_mode & S_IFMT) {
+	case S_IFREG:
+		in->size = in->st.st_size;
+		return 0;
+	case S_IFBLK:
+		return ioctl(in->fd, BLKGETSIZE64, &in->size) ? -errno : 0;
+	case S_IFCHR:
+	case S_IFIFO:
+		in->stream = true;
+		return 0;
+	case S_IFDIR:
 		return -EISDIR;
-	if (!S_ISREG(in->st.st_mode))
+	default:
 		return -ERR_NOT_REGULAR;
-	/* Asking for O_DIRECT is asking for the ring: auto only takes the page cache without it. */
-	in->from_memory = r->path_choice == PATH_MEMORY ||
-			  (r->path_choice == PATH_AUTO && !r->direct && fully_cached(in->fd, in->st.st_size));
-	if (r->verbose && in->from_memory)
+	}
+}
+
+static void say_how(const struct ring *r, const struct input *in)
+{
+	if (in->from_memory)
 		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, every core)\n", r->prog, in->path);
-	else if (r->verbose)
-		fprintf(stderr, "%s: %s: reading through the io_uring ring (%zu%s blocks, %u deep, %u buffers)\n",
-			r->prog, in->path, r->block_size % 1024 ? r->block_size : r->block_size >> 10,
+	else if (!r->have_uring)
+		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)\n", r->prog, in->path, r->block_size);
+	else
+		fprintf(stderr, "%s: %s: reading %sthrough the io_uring ring (%zu%s blocks, %u deep, %u buffers)\n",
+			r->prog, in->path, in->stream ? "a stream, one read at a time, " : "",
+			r->block_size % 1024 ? r->block_size : r->block_size >> 10,
 			r->block_size % 1024 ? "-byte" : "K", r->queue_depth, r->nr_cells);
-	flags = fcntl(in->fd, F_GETFL);
-	flags = (flags & ~O_NONBLOCK) | (r->direct && !in->from_memory ? O_DIRECT : 0);
-	if (fcntl(in->fd, F_SETFL, flags))
-		return errno == EINVAL && r->direct ? -ERR_DIRECT_UNSUPPORTED : -errno;
+}
+
+static int open_input(struct ring *r, struct input *in, unsigned index)
+{
+	int ret;
+
+	if (!strcmp(in->path, "-")) {
+		if (r->keyed)
+			return -ERR_KEYED_STDIN;
+		in->fd = STDIN_FILENO;
+		in->borrowed_fd = true;
+	} else {
+		/* O_NONBLOCK so that a FIFO cannot block the open; it is cleared before any read. */
+		in->fd = open(in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (in->fd < 0)
+			return -errno;
+		atomic_fetch_add(&r->open_files, 1);
+	}
+	if ((ret = classify(in)) < 0)
+		return ret;
+	/*
+	 * Asking for O_DIRECT is asking for the ring: auto only takes the page
+	 * cache without it, and as BLAKE3's update_mmap_rayon() not for a small
+	 * file, where mapping and unmapping with every core cost more than a read.
+	 */
+	in->from_memory = S_ISREG(in->st.st_mode) && !in->borrowed_fd &&
+			  (r->path_choice == PATH_MEMORY ||
+			   (r->path_choice == PATH_AUTO && !r->direct && in->size >= MIN_MAPPED_SIZE &&
+			    fully_cached(in->fd, in->size)));
+	in->direct = r->direct && !in->stream && !in->from_memory;
+	if (r->verbose)
+		say_how(r, in);
+	/* F_SETFL sets every flag it can change: this clears O_NONBLOCK. */
+	if (!in->borrowed_fd) {
+		if (fcntl(in->fd, F_SETFL, in->direct ? O_DIRECT : 0))
+			return errno == EINVAL && in->direct ? -ERR_DIRECT_UNSUPPORTED : -errno;
+	}
 	if (in->from_memory)
 		return 0;
 	/* Buffered reads live on readahead: saying the file is read in order doubles its window. */
-	if (r->fadvise_sequential && !r->direct)
+	if (r->fadvise_sequential && !in->direct && !in->stream)
 		posix_fadvise(in->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if (r->iopoll)
-		return check_pollable(&in->st);
+		return in->stream ? -ERR_NOT_POLLABLE : check_pollable(&in->st);
 	if (r->fixed_file) {
 		/* Fewer files than cells + 1 can be between the heads, so their slots never collide. */
 		in->fixed_slot = index % (r->nr_cells + 1);
@@ -137,32 +189,38 @@ void input_open(struct ring *r, struct input *in, unsigned index)
 	in->nr_blocks = 1;
 	in->completions = 0;
 	in->from_memory = false;
-	blake3_hasher_init(&in->hasher);
-	in->error = open_regular(r, in, index);
-	if (!in->error && !in->from_memory && in->st.st_size > 0)
-		in->nr_blocks = (in->st.st_size + r->block_size - 1) / r->block_size;
+	in->hasher = r->base_hasher;
+	if (!in->error)		/* a bad --check line has nothing to open */
+		in->error = open_input(r, in, index);
+	if (!in->error && in->stream)
+		in->nr_blocks = UINT64_MAX;
+	else if (!in->error && !in->from_memory && in->size > 0)
+		in->nr_blocks = (in->size + r->block_size - 1) / r->block_size;
 }
 
 size_t block_length(const struct ring *r, const struct input *in, uint64_t block)
 {
 	uint64_t offset = block * r->block_size;
 
-	if (in->error || in->from_memory || offset >= (uint64_t)in->st.st_size)
+	if (in->error || in->from_memory)
 		return 0;
-	return in->st.st_size - offset < r->block_size ? in->st.st_size - offset : r->block_size;
+	if (in->stream)
+		return r->block_size;
+	if (offset >= in->size)
+		return 0;
+	return in->size - offset < r->block_size ? in->size - offset : r->block_size;
 }
 
 /* b3sum reads to end of file: a file whose size undercounts its data must not get a hash. */
-static int check_end_of_file(int fd, uint64_t size)
+static int check_end_of_file(const struct input *in)
 {
 	char probe;
 	ssize_t n;
-	int flags = fcntl(fd, F_GETFL);
 
-	if (flags & O_DIRECT && fcntl(fd, F_SETFL, flags & ~O_DIRECT))
+	if (in->direct && fcntl(in->fd, F_SETFL, 0))
 		return -errno;
 	do
-		n = pread(fd, &probe, 1, size);
+		n = pread(in->fd, &probe, 1, in->size);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
@@ -172,10 +230,14 @@ static int check_end_of_file(int fd, uint64_t size)
 static int check_unchanged(const struct input *in)
 {
 	struct stat now;
-	int ret = check_end_of_file(in->fd, in->st.st_size);
+	int ret;
 
-	if (ret)
+	if (in->stream)
+		return 0;
+	if ((ret = check_end_of_file(in)))
 		return ret;
+	if (S_ISBLK(in->st.st_mode))
+		return 0;
 	if (fstat(in->fd, &now))
 		return -errno;
 	if (now.st_size != in->st.st_size || now.st_mtim.tv_sec != in->st.st_mtim.tv_sec ||
@@ -193,28 +255,31 @@ void input_finish(struct ring *r, struct input *in)
 		in->error = hash_from_memory(in);
 	if (!in->error)
 		in->error = check_unchanged(in);
-	if (in->fd >= 0)
+	if (in->fd >= 0 && !in->borrowed_fd) {
 		close(in->fd);
+		atomic_fetch_sub(&r->open_files, 1);
+	}
 	in->fd = -1;
 	r->consumer_input++;
 	if (in->error) {
 		r->failed_inputs++;
-		if (in->checking)
-			print_check_failure(in->path, in->error);
+		if (is_line_error(in->error))
+			print_line_error(r->prog, in->error);
+		else if (in->checking)
+			print_check_failure(in->shown, in->error);
 		else
 			print_error(r->prog, in->path, in->error);
 		return;
 	}
-	blake3_hasher_finalize(&in->hasher, hash, BLAKE3_OUT_LEN);
 	if (!in->checking) {
-		print_hash(in->path, hash);
+		print_hash(&r->format, in->path, &in->hasher);
 		return;
 	}
+	/* b3sum compares the output at --seek */
+	blake3_hasher_finalize_seek(&in->hasher, r->format.seek, hash, BLAKE3_OUT_LEN);
 	match = !memcmp(hash, in->expected, BLAKE3_OUT_LEN);
-	if (!match) {
+	if (!match)
 		r->failed_inputs++;
-		r->mismatches++;
-	}
 	if (!match || !r->quiet)
-		print_check(in->path, match ? "OK" : "FAILED");
+		print_check(in->shown, match ? "OK" : "FAILED");
 }

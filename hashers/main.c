@@ -7,53 +7,118 @@
 
 #include "ringsum.h"
 
-static void print_setup_error(const struct variant *v, int err)
+static void describe_uring_failure(char *buf, size_t size, int err)
 {
 	char disabled[16] = "unknown";
 	int fd = open("/proc/sys/kernel/io_uring_disabled", O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
-	if (err != -ENOSYS && err != -EPERM) {
-		fprintf(stderr, "%s: cannot set up the ring: %s\n", v->name, strerror(-err));
-		return;
-	}
 	if (fd >= 0) {
 		n = read(fd, disabled, sizeof(disabled) - 1);
 		disabled[n > 0 ? n : 0] = '\0';
 		disabled[strcspn(disabled, "\n")] = '\0';
 		close(fd);
 	}
-	fprintf(stderr, "%s: io_uring unavailable: %s (kernel.io_uring_disabled=%s)\n",
-		v->name, strerror(-err), disabled);
+	snprintf(buf, size, "io_uring unavailable: %s (kernel.io_uring_disabled=%s)", strerror(-err), disabled);
 }
 
-/* The files named on the command line, or with --check those listed in the checksum files. */
-static int list_inputs(struct input_list *list, const struct options *opts, const char *prog)
+static void print_setup_error(const struct variant *v, int err)
 {
-	int status = 0;
+	char reason[160];
 
-	for (int i = 0; i < opts->nr_files; i++) {
-		if (opts->check) {
-			if (read_checkfile(list, opts->files[i], prog))
-				status = 1;
-		} else if (!input_list_add(list, opts->files[i])) {
-			print_error(prog, opts->files[i], -ENOMEM);
-			return 1;
-		}
+	if (err != -ENOSYS && err != -EPERM) {
+		fprintf(stderr, "%s: cannot set up the ring: %s\n", v->name, strerror(-err));
+		return;
 	}
-	return status;
+	describe_uring_failure(reason, sizeof(reason), err);
+	fprintf(stderr, "%s: %s\n", v->name, reason);
 }
 
-/* A failure of the ring itself fails every file it had not finished. */
+/* b3sum's --keyed: exactly 32 bytes on stdin, read before anything else. */
+static int read_key(uint8_t key[BLAKE3_KEY_LEN])
+{
+	size_t n = 0;
+	uint8_t extra;
+	ssize_t got;
+
+	while (n < BLAKE3_KEY_LEN && (got = read(STDIN_FILENO, key + n, BLAKE3_KEY_LEN - n)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return fprintf(stderr, "Error: %s (os error %d)\n", strerror(errno), errno), -1;
+		n += got;
+	}
+	if (n < BLAKE3_KEY_LEN)
+		return fprintf(stderr, "Error: expected %d key bytes from stdin, found %zu\n", BLAKE3_KEY_LEN, n), -1;
+	while ((got = read(STDIN_FILENO, &extra, 1)) < 0 && errno == EINTR)
+		;
+	if (got > 0)
+		return fprintf(stderr, "Error: read more than %d key bytes from stdin\n", BLAKE3_KEY_LEN), -1;
+	return 0;
+}
+
+static int init_base_hasher(struct ring *r, const struct options *opts)
+{
+	uint8_t key[BLAKE3_KEY_LEN];
+
+	if (opts->keyed) {
+		if (read_key(key))
+			return -1;
+		blake3_hasher_init_keyed(&r->base_hasher, key);
+	} else if (opts->derive_key) {
+		blake3_hasher_init_derive_key(&r->base_hasher, opts->derive_key);
+	} else {
+		blake3_hasher_init(&r->base_hasher);
+	}
+	return 0;
+}
+
+/* A failure of the ring itself fails every file it had not finished, and those still to come. */
 static void fail_unfinished(struct ring *r, int err)
 {
-	for (unsigned i = r->consumer_input; i < r->nr_inputs; i++)
-		print_error(r->prog, r->inputs[i].path, err);
+	struct input *in;
+
+	for (unsigned i = r->consumer_input; i < atomic_load(&r->nr_inputs); i++)
+		print_error(r->prog, input_at(r, i)->path, err);
+	r->producer_input = atomic_load(&r->nr_inputs);
+	while ((in = ring_next_input(r))) {
+		if (!in->error)
+			print_error(r->prog, in->path, err);
+		r->producer_input++;
+	}
+}
+
+static int hash_all(struct ring *r, const struct options *opts, const struct variant *v)
+{
+	struct source source = { .files = opts->files, .nr_files = opts->nr_files, .check = opts->check };
+	char reason[160];
+	int ret, status = 0;
+
+	if (r->fallback_reason && opts->verbose) {
+		describe_uring_failure(reason, sizeof(reason), r->fallback_reason);
+		fprintf(stderr, "%s: %s; reading with pread() instead\n", v->name, reason);
+	}
+	ring_start(r, &source);
+	ret = (r->have_uring || !v->uses_uring ? v->hash_stream : hash_stream_pread)(r);
+	ring_drain(r);
+	if (ret < 0)
+		fail_unfinished(r, ret);
+	if (ret < 0 || r->failed_inputs)
+		status = 1;
+	fflush(stdout);
+	if (source.fatal) {
+		fprintf(stderr, "Error: %s\n", describe_error(source.fatal, reason, sizeof(reason)));
+		status = 1;
+	} else if (opts->check && r->failed_inputs) {
+		fprintf(stderr, "%s: WARNING: %u computed checksum%s did NOT match\n",
+			v->name, r->failed_inputs, r->failed_inputs == 1 ? "" : "s");
+	}
+	source_close(&source);
+	return status;
 }
 
 int ringsum_main(int argc, char **argv, const struct variant *v)
 {
-	struct input_list list = { 0 };
 	struct options opts;
 	struct ring ring;
 	int ret, status;
@@ -61,9 +126,19 @@ int ringsum_main(int argc, char **argv, const struct variant *v)
 	ret = parse_options(&opts, argc, argv, v);
 	if (ret >= 0)
 		return ret;
+	if (opts.format.raw && opts.nr_files > 1) {
+		fprintf(stderr, "Error: Only one filename can be provided when using --raw\n");
+		return 1;
+	}
+	if (opts.num_threads)
+		hash_limit_threads(opts.num_threads);
 	ret = ring_setup(&ring, &opts, v);
 	if (ret < 0) {
 		print_setup_error(v, ret);
+		ring_teardown(&ring);
+		return 1;
+	}
+	if (init_base_hasher(&ring, &opts)) {
 		ring_teardown(&ring);
 		return 1;
 	}
@@ -72,23 +147,12 @@ int ringsum_main(int argc, char **argv, const struct variant *v)
 		ring_teardown(&ring);
 		return 1;
 	}
-	status = list_inputs(&list, &opts, v->name);
-	ring_start(&ring, list.inputs, list.nr_inputs);
-	ret = v->hash_stream(&ring);
-	ring_drain(&ring);
-	if (ret < 0)
-		fail_unfinished(&ring, ret);
-	if (ret < 0 || ring.failed_inputs)
-		status = 1;
-	if (ring.mismatches)
-		fprintf(stderr, "%s: WARNING: %u computed checksum%s did NOT match\n",
-			v->name, ring.mismatches, ring.mismatches == 1 ? "" : "s");
+	status = hash_all(&ring, &opts, v);
 	if ((ret = trace_close(&ring.trace)) < 0) {
 		print_error(v->name, opts.trace_path, ret);
 		status = 1;
 	}
 	ring_teardown(&ring);
-	input_list_free(&list);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "%s: writing the output: %s\n", v->name, strerror(errno));
 		status = 1;

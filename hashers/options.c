@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Command line of every hasher: long options, or the article's eight positional arguments. */
+/*
+ * Command line of every hasher: b3sum's options and ours, or the article's
+ * eight positional arguments (the article's variants, or after --positional).
+ */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -13,6 +16,12 @@
 #define DEFAULT_BLOCK_SIZE (512u << 10)
 #define DEFAULT_QUEUE_DEPTH 4u
 #define ARTICLE_ARGC 9			/* PROG FILE and seven numbers */
+
+/* Options without a short form. */
+enum {
+	OPT_KEYED = 256, OPT_DERIVE_KEY, OPT_SEEK, OPT_NUM_THREADS, OPT_NO_MMAP, OPT_NO_NAMES,
+	OPT_RAW, OPT_TAG, OPT_POSITIONAL,
+};
 
 static const struct option long_options[] = {
 	{ "block-size",			required_argument,	NULL, 'b' },
@@ -29,6 +38,16 @@ static const struct option long_options[] = {
 	{ "iopoll",			no_argument,		NULL, 'P' },
 	{ "parallel-hash",		no_argument,		NULL, 'H' },
 	{ "fadvise-sequential",		no_argument,		NULL, 'A' },
+	{ "keyed",			no_argument,		NULL, OPT_KEYED },
+	{ "derive-key",			required_argument,	NULL, OPT_DERIVE_KEY },
+	{ "length",			required_argument,	NULL, 'l' },
+	{ "seek",			required_argument,	NULL, OPT_SEEK },
+	{ "num-threads",		required_argument,	NULL, OPT_NUM_THREADS },
+	{ "no-mmap",			no_argument,		NULL, OPT_NO_MMAP },
+	{ "no-names",			no_argument,		NULL, OPT_NO_NAMES },
+	{ "raw",			no_argument,		NULL, OPT_RAW },
+	{ "tag",			no_argument,		NULL, OPT_TAG },
+	{ "positional",			no_argument,		NULL, OPT_POSITIONAL },
 	{ "check",			no_argument,		NULL, 'c' },
 	{ "quiet",			no_argument,		NULL, 'Q' },
 	{ "verbose",			no_argument,		NULL, 'v' },
@@ -39,12 +58,27 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static void usage(FILE *out, const char *prog, const struct options *opts)
+static void usage(FILE *out, const char *prog, const struct options *opts, const struct variant *v)
 {
 	fprintf(out,
-		"Usage: %s [OPTION]... FILE...\n"
-		"   or: %s FILE BLOCK_KIB QUEUE_DEPTH USE_O_DIRECT PROCESS_IN_INNER_LOOP BUFFERS USE_DRAIN USE_LINK\n"
-		"Print the BLAKE3 hash of each FILE, as b3sum does, reading it through a ring of buffers.\n\n"
+		"Usage: %s [OPTION]... [FILE]...\n"
+		"   or: %s %sFILE BLOCK_KIB QUEUE_DEPTH USE_O_DIRECT PROCESS_IN_INNER_LOOP BUFFERS USE_DRAIN USE_LINK\n"
+		"Print the BLAKE3 hash of each FILE, as b3sum 1.8.7 does, reading it through a ring of buffers.\n"
+		"With no FILE, or when FILE is -, read standard input. Block devices are read through the ring,\n"
+		"pipes and character devices as streams.\n\n"
+		"b3sum's options:\n"
+		"      --keyed                  keyed mode, the 32-byte key read from stdin (default off)\n"
+		"      --derive-key CONTEXT     key derivation mode with this context (default off)\n"
+		"  -l, --length LEN             output bytes, before hex encoding (default 32)\n"
+		"      --seek SEEK              first output byte, before hex encoding (default 0)\n"
+		"      --num-threads NUM        most threads hashing at once (default 0: one per core)\n"
+		"      --no-mmap                never hash from a mapping of the page cache (default off)\n"
+		"      --no-names               print hashes without names (default off)\n"
+		"      --raw                    write the raw output bytes of one FILE, not hex (default off)\n"
+		"      --tag                    BSD style: BLAKE3 (FILE) = HASH (default off)\n"
+		"  -c, --check                  uring_b3sum: FILEs are b3sum checksum files; verify them (default off)\n"
+		"      --quiet                  uring_b3sum --check: print only failures (default off)\n\n"
+		"The ring's options:\n"
 		"  -b, --block-size SIZE        bytes per read and per buffer, K/M/G suffixes (default 512K)\n"
 		"  -q, --queue-depth N          limit on unfinished read requests (default %u)\n"
 		"  -n, --buffers N              buffers in the ring (default: %sthe queue depth)\n"
@@ -61,21 +95,21 @@ static void usage(FILE *out, const char *prog, const struct options *opts)
 		"      --parallel-hash          hash each block on every core, BLAKE3's TBB path (default off);\n"
 		"                               best with large power-of-two blocks\n"
 		"      --fadvise-sequential     POSIX_FADV_SEQUENTIAL on buffered reads: doubles readahead (default off)\n"
-		"  -c, --check                  uring_b3sum: FILEs are b3sum checksum files; verify them\n"
-		"      --quiet                  uring_b3sum --check: print only failures\n"
 		"  -v, --verbose                uring_b3sum: say how each file is read (default off)\n"
 		"      --path auto|memory|ring  uring_b3sum: hash from the page cache (memory) or read through\n"
 		"                               the ring (default auto: memory when the file is all in the page\n"
 		"                               cache and --direct is not given)\n"
 		"      --trace FILE             write a CSV row per consumer run: time_ns, in_flight, reaped,\n"
 		"                               blocks_hashed, bytes_hashed (default off)\n"
+		"      --positional             the article's form follows: FILE and seven numbers (default off;\n"
+		"                               the article's variants take that form without it)\n"
 		"  -h, --help                   show this help\n"
 		"  -V, --version                show versions of this program, BLAKE3 and liburing\n\n"
 		"Knobs a variant does not use (queue depth for the pread loop) are checked, then ignored.\n"
-		"In the positional form BLOCK_KIB is in KiB and the flags are 0 or 1; put -- before\n"
-		"FILE arguments that would otherwise look like that form.\n"
-		"Exit status: 0 if every FILE was hashed, 1 if any failed, 2 for a bad command line.\n",
-		prog, prog, opts->default_queue_depth, opts->buffers_per_depth == 2 ? "twice " : "");
+		"In the positional form BLOCK_KIB is in KiB and the flags are 0 or 1.\n"
+		"Exit status: 0 if every FILE was hashed (or checked OK), 1 if any failed, 2 for a bad command line.\n",
+		prog, prog, v->chooses_path ? "--positional " : "", opts->default_queue_depth,
+		opts->buffers_per_depth == 2 ? "twice " : "");
 }
 
 static int bad_usage(const char *prog, const char *fmt, ...)
@@ -100,6 +134,21 @@ static bool parse_count(const char *text, unsigned long long *value)
 	errno = 0;
 	*value = strtoull(text, &end, 10);
 	return errno == 0 && *end == '\0';
+}
+
+/* A u64 as b3sum's clap parses it, with Rust's words when it is not one. */
+static int parse_u64(const char *text, uint64_t *value, const char *option, const char *prog)
+{
+	unsigned long long v;
+
+	if (!*text)
+		return bad_usage(prog, "invalid value '' for '%s': cannot parse integer from empty string", option);
+	if (text[strspn(text, "0123456789")] != '\0')
+		return bad_usage(prog, "invalid value '%s' for '%s': invalid digit found in string", text, option);
+	if (!parse_count(text, &v))
+		return bad_usage(prog, "invalid value '%s' for '%s': number too large to fit in target type", text, option);
+	*value = v;
+	return -1;
 }
 
 /* Bytes, with an optional binary K, M or G suffix. */
@@ -192,13 +241,14 @@ static int unknown_option(const char *arg, int optopt_seen, const char *prog)
 	return bad_usage(prog, "unknown option '%s'", arg);
 }
 
-static int parse_long_form(struct options *opts, int argc, char **argv, const char *prog)
+static int parse_long_form(struct options *opts, int argc, char **argv, const char *prog, const struct variant *v)
 {
-	int c;
+	uint64_t threads;
+	int c, ret;
 
 	optind = 0;	/* glibc: start afresh, as this runs once for a defaults file and once for argv */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:q:n:dcvhV", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":b:q:n:l:dcvhV", long_options, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			if (!parse_size(optarg, &opts->block_size))
@@ -224,6 +274,28 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 		case 'P': opts->iopoll = true; break;
 		case 'H': opts->parallel_hash = true; break;
 		case 'A': opts->fadvise_sequential = true; break;
+		case OPT_KEYED: opts->keyed = true; break;
+		case OPT_DERIVE_KEY: opts->derive_key = optarg; break;
+		case 'l':
+			if ((ret = parse_u64(optarg, &opts->format.length, "--length <LEN>", prog)) >= 0)
+				return ret;
+			opts->length_given = true;
+			break;
+		case OPT_SEEK:
+			if ((ret = parse_u64(optarg, &opts->format.seek, "--seek <SEEK>", prog)) >= 0)
+				return ret;
+			break;
+		case OPT_NUM_THREADS:
+			if ((ret = parse_u64(optarg, &threads, "--num-threads <NUM>", prog)) >= 0)
+				return ret;
+			opts->num_threads = threads > UINT32_MAX ? UINT32_MAX : threads;
+			break;
+		case OPT_NO_MMAP: opts->no_mmap = true; break;
+		case OPT_NO_NAMES: opts->format.no_names = true; break;
+		case OPT_RAW: opts->format.raw = true; break;
+		case OPT_TAG: opts->format.tag = true; break;
+		case OPT_POSITIONAL:
+			return bad_usage(prog, "--positional comes first, followed by FILE and seven numbers");
 		case 'c': opts->check = true; break;
 		case 'Q': opts->quiet = true; break;
 		case 'v': opts->verbose = true; break;
@@ -240,7 +312,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 			break;
 		case 't': opts->trace_path = optarg; break;
 		case 'h':
-			usage(stdout, prog, opts);
+			usage(stdout, prog, opts, v);
 			return 0;
 		case 'V':
 			printf("%s (ringsum %s) BLAKE3 %s liburing %s\n", prog, RINGSUM_VERSION,
@@ -257,10 +329,28 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 	return -1;
 }
 
+/* clap's conflicts and requirements, in b3sum's words. */
+static int check_b3sum_rules(const struct options *opts, const char *prog)
+{
+	static const char *const check_conflicts[] = { "--derive-key <CONTEXT>", "--keyed", "--length <LEN>",
+						       "--raw", "--tag", "--no-names" };
+	const bool given[] = { opts->derive_key != NULL, opts->keyed, opts->length_given,
+			       opts->format.raw, opts->format.tag, opts->format.no_names };
+
+	for (unsigned i = 0; opts->check && i < sizeof(given) / sizeof(given[0]); i++)
+		if (given[i])
+			return bad_usage(prog, "the argument '--check' cannot be used with '%s'", check_conflicts[i]);
+	if (opts->keyed && opts->derive_key)
+		return bad_usage(prog, "the argument '--keyed' cannot be used with '--derive-key <CONTEXT>'");
+	if (opts->keyed && opts->nr_files == 0)
+		return bad_usage(prog, "--keyed reads the key from stdin: the following required arguments were not provided: <FILE>...");
+	if (opts->quiet && !opts->check)
+		return bad_usage(prog, "--quiet goes with --check: the following required arguments were not provided: --check");
+	return -1;
+}
+
 static int validate(const struct options *opts, const struct variant *v, const char *prog)
 {
-	if (opts->nr_files == 0)
-		return bad_usage(prog, "no FILE given");
 	if (opts->block_size == 0)
 		return bad_usage(prog, "the block size must be at least 1 byte");
 	if (opts->block_size > MAX_BLOCK_SIZE)
@@ -284,8 +374,10 @@ static int validate(const struct options *opts, const struct variant *v, const c
 		return bad_usage(prog, "--iopoll needs a loop that waits on completions; use the single-threaded variant");
 	if (!v->chooses_path && (opts->check || opts->quiet || opts->verbose || opts->path_given))
 		return bad_usage(prog, "--check, --quiet, --verbose and --path belong to uring_b3sum");
-	if (opts->quiet && !opts->check)
-		return bad_usage(prog, "--quiet goes with --check");
+	if (check_b3sum_rules(opts, prog) >= 0)
+		return 2;
+	if (opts->no_mmap && opts->path_choice == PATH_MEMORY)
+		return bad_usage(prog, "--no-mmap and --path memory contradict each other");
 #ifdef RINGSUM_NO_TRACE
 	if (opts->trace_path)
 		return bad_usage(prog, "this build has no trace code; --trace is not available");
@@ -299,7 +391,7 @@ static int validate(const struct options *opts, const struct variant *v, const c
  * $URING_B3SUM_OPTIONS names the file, else $XDG_CONFIG_HOME/ringsum/ or
  * ~/.config/ringsum/uring_b3sum.options is used if it exists and can be read.
  */
-static int parse_defaults_file(struct options *opts, const char *prog)
+static int parse_defaults_file(struct options *opts, const char *prog, const struct variant *v)
 {
 	const char *path = getenv("URING_B3SUM_OPTIONS"), *base = getenv("XDG_CONFIG_HOME");
 	const char *home = getenv("HOME");
@@ -336,7 +428,7 @@ static int parse_defaults_file(struct options *opts, const char *prog)
 			words[nr_words++] = word;
 		}
 	}
-	ret = parse_long_form(opts, nr_words, words, where);
+	ret = parse_long_form(opts, nr_words, words, where, v);
 	if (ret < 0 && opts->nr_files)
 		return bad_usage(where, "unexpected '%s': only options belong here", opts->files[0]);
 	return ret;
@@ -351,17 +443,30 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 	opts->block_size = DEFAULT_BLOCK_SIZE;
 	opts->queue_depth = opts->default_queue_depth = v->queue_depth ? v->queue_depth : DEFAULT_QUEUE_DEPTH;
 	opts->buffers_per_depth = v->buffers_per_depth ? v->buffers_per_depth : 1;
-	if (is_article_form(argc, argv)) {
+	opts->format.length = BLAKE3_OUT_LEN;
+	/* uring_b3sum takes its arguments as b3sum does: files named 1 2 0 0 1 0 0 are files. */
+	if (argc == ARTICLE_ARGC + 1 && !strcmp(argv[1], "--positional") && is_article_form(argc - 1, argv + 1)) {
+		ret = parse_article_form(opts, argv + 1, v->name);
+	} else if (!v->chooses_path && is_article_form(argc, argv)) {
 		ret = parse_article_form(opts, argv, v->name);
 	} else {
 		if (v->chooses_path)
-			ret = parse_defaults_file(opts, v->name);
+			ret = parse_defaults_file(opts, v->name, v);
 		if (ret < 0)
-			ret = parse_long_form(opts, argc, argv, v->name);
+			ret = parse_long_form(opts, argc, argv, v->name, v);
 	}
 	if (ret >= 0)
 		return ret;
 	if (!opts->buffers_given)
 		opts->buffers = opts->queue_depth * opts->buffers_per_depth;
-	return validate(opts, v, v->name);
+	ret = validate(opts, v, v->name);
+	if (ret >= 0)
+		return ret;
+	if (opts->nr_files == 0) {
+		static char *standard_input[] = { "-", NULL };
+
+		opts->files = standard_input;
+		opts->nr_files = 1;
+	}
+	return -1;
 }

@@ -43,8 +43,19 @@ static size_t utf8_sequence(const unsigned char *s, size_t left, size_t *bad)
 	return width;
 }
 
-/* b3sum prints the path as lossy UTF-8 with \ and newline escaped, and then marks the line with \. */
-static void print_path(FILE *out, const char *path)
+bool utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n, bad;
+
+	for (; len; p += n, len -= n)
+		if (!(n = utf8_sequence(p, len, &bad)))
+			return false;
+	return true;
+}
+
+/* The path as b3sum shows it: lossy UTF-8, and in hash lines \, newline and CR escaped. */
+static void print_path(FILE *out, const char *path, bool escape)
 {
 	const unsigned char *s = (const unsigned char *)path;
 	size_t left = strlen(path), n, bad;
@@ -54,10 +65,12 @@ static void print_path(FILE *out, const char *path)
 		if (!n) {
 			fputs(replacement_character, out);
 			n = bad;
-		} else if (*s == '\\') {
+		} else if (escape && *s == '\\') {
 			fputs("\\\\", out);
-		} else if (*s == '\n') {
+		} else if (escape && *s == '\n') {
 			fputs("\\n", out);
+		} else if (escape && *s == '\r') {
+			fputs("\\r", out);
 		} else {
 			fwrite(s, 1, n, out);
 		}
@@ -66,20 +79,47 @@ static void print_path(FILE *out, const char *path)
 	}
 }
 
-/* b3sum marks a line whose path it escaped with a leading backslash. */
-static void mark_escaped(const char *path)
+/* --length bytes of output from --seek on, as hex or raw, a block at a time. */
+static void print_output(const struct output_format *f, blake3_hasher *hasher)
 {
-	if (strpbrk(path, "\\\n"))
-		putchar('\\');
+	uint8_t block[4096];
+	uint64_t position = f->seek, left = f->length;
+
+	while (left) {
+		size_t n = left < sizeof(block) ? left : sizeof(block);
+
+		blake3_hasher_finalize_seek(hasher, position, block, n);
+		if (f->raw)
+			fwrite(block, 1, n, stdout);
+		else
+			for (size_t i = 0; i < n; i++)
+				printf("%02x", block[i]);
+		position += n;
+		left -= n;
+	}
 }
 
-void print_hash(const char *path, const uint8_t hash[BLAKE3_OUT_LEN])
+/* b3sum's line: a leading \ when the name was escaped, then HASH  NAME or BLAKE3 (NAME) = HASH. */
+void print_hash(const struct output_format *f, const char *path, blake3_hasher *hasher)
 {
-	mark_escaped(path);
-	for (int i = 0; i < BLAKE3_OUT_LEN; i++)
-		printf("%02x", hash[i]);
-	fputs("  ", stdout);
-	print_path(stdout, path);
+	if (f->raw || f->no_names) {
+		print_output(f, hasher);
+		if (!f->raw)
+			putchar('\n');
+		return;
+	}
+	if (strpbrk(path, "\\\n\r"))
+		putchar('\\');
+	if (f->tag) {
+		fputs("BLAKE3 (", stdout);
+		print_path(stdout, path, true);
+		fputs(") = ", stdout);
+		print_output(f, hasher);
+	} else {
+		print_output(f, hasher);
+		fputs("  ", stdout);
+		print_path(stdout, path, true);
+	}
 	putchar('\n');
 }
 
@@ -89,35 +129,60 @@ const char *ringsum_strerror(int err)
 	case ERR_FILE_CHANGED:		return "file changed while it was being read";
 	case ERR_FILE_SHRANK:		return "file shrank while it was being read";
 	case ERR_FILE_LONGER:		return "file has data past its size: it grew while being read, or its size is not real (as in /proc)";
-	case ERR_NOT_REGULAR:		return "not a regular file";
+	case ERR_NOT_REGULAR:		return "not a regular file, block or character device, or FIFO";
 	case ERR_DIRECT_UNSUPPORTED:	return "O_DIRECT refused: the filesystem does not support it (try without --direct)";
 	case ERR_NOT_POLLABLE:		return "IOPOLL needs a block device with poll queues (its queue/io_poll is 0 or absent)";
 	case ERR_STALLED:		return "internal error: waiting for a completion with nothing in flight";
+	/* b3sum's own words for these */
+	case ERR_KEYED_STDIN:		return "Cannot open `-` in keyed mode";
+	case ERR_EMPTY_LINE:		return "Empty line";
+	case ERR_LINE_FORMAT:		return "Invalid check line format";
+	case ERR_HASH_LENGTH:		return "Invalid hash length";
+	case ERR_HEX:			return "Invalid hex";
+	case ERR_ESCAPE:		return "Invalid backslash escape";
+	case ERR_EMPTY_PATH:		return "empty file path";
+	case ERR_NUL_IN_PATH:		return "Null character in path";
+	case ERR_REPLACEMENT_IN_PATH:	return "Unicode replacement character in path";
+	case ERR_NOT_UTF8:		return "stream did not contain valid UTF-8";
 	default:			return strerror(-err);
 	}
 }
 
+/* An errno as Rust's io::Error shows it, "No such file or directory (os error 2)"; ours as they are. */
+const char *describe_error(int err, char *buf, size_t size)
+{
+	if (-err >= ERR_FILE_CHANGED)
+		return ringsum_strerror(err);
+	snprintf(buf, size, "%s (os error %d)", strerror(-err), -err);
+	return buf;
+}
+
+/* b3sum: "b3sum: NAME: ERROR", the name lossy but not escaped. */
 void print_error(const char *prog, const char *path, int err)
 {
+	char buf[128];
+
+	fflush(stdout);	/* b3sum's stdout is line-buffered: keep the order of both, as in 2>&1 */
 	fprintf(stderr, "%s: ", prog);
-	print_path(stderr, path);
-	fprintf(stderr, ": %s\n", ringsum_strerror(err));
+	print_path(stderr, path, false);
+	fprintf(stderr, ": %s\n", describe_error(err, buf, sizeof(buf)));
 }
 
-/* --check lines, as b3sum prints them: "path: OK", "path: FAILED", "path: FAILED (reason (os error N))". */
-void print_check(const char *path, const char *verdict)
+/* --check lines show the name as the checksum file wrote it: "NAME: OK", "NAME: FAILED (ERROR)". */
+void print_line_error(const char *prog, int err)
 {
-	mark_escaped(path);
-	print_path(stdout, path);
-	printf(": %s\n", verdict);
+	fflush(stdout);
+	fprintf(stderr, "%s: %s\n", prog, ringsum_strerror(err));
 }
 
-void print_check_failure(const char *path, int err)
+void print_check(const char *shown, const char *verdict)
 {
-	mark_escaped(path);
-	print_path(stdout, path);
-	if (-err < ERR_FILE_CHANGED)
-		printf(": FAILED (%s (os error %d))\n", strerror(-err), -err);
-	else
-		printf(": FAILED (%s)\n", ringsum_strerror(err));
+	printf("%s: %s\n", shown, verdict);
+}
+
+void print_check_failure(const char *shown, int err)
+{
+	char buf[128];
+
+	printf("%s: FAILED (%s)\n", shown, describe_error(err, buf, sizeof(buf)));
 }

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_invoke.h>
 
 #include "blake3_impl.h"
@@ -131,4 +132,12 @@ extern "C" void hash_mapped(blake3_hasher *hasher, const void *data,
                             size_t len) noexcept {
   set_grain(len, true);
   blake3_hasher_update_tbb(hasher, data, len);
+}
+
+// b3sum's --num-threads: at most this many threads hash, for the rest of the run.
+extern "C" void hash_limit_threads(size_t threads) noexcept {
+  static oneapi::tbb::global_control *limit;
+  delete limit;
+  limit = new oneapi::tbb::global_control(
+      oneapi::tbb::global_control::max_allowed_parallelism, threads);
 }

@@ -20,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -183,9 +185,11 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	r->parallel_hash = opts->parallel_hash;
 	r->fadvise_sequential = opts->fadvise_sequential;
 	r->prog = v->name;
-	r->path_choice = v->chooses_path ? opts->path_choice : PATH_RING;
+	r->path_choice = v->chooses_path && !opts->no_mmap ? opts->path_choice : PATH_RING;
 	r->verbose = opts->verbose;
 	r->quiet = opts->quiet;
+	r->keyed = opts->keyed;
+	r->format = opts->format;
 	r->sqe_flags = (opts->drain ? IOSQE_IO_DRAIN : 0) | (opts->link ? IOSQE_IO_LINK : 0);
 
 	if (__builtin_mul_overflow(r->block_size, (size_t)r->nr_cells, &bytes))
@@ -194,8 +198,12 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	if (ret)
 		return -ret;
 	r->cells = calloc(r->nr_cells, sizeof(*r->cells));
-	if (!r->cells)
+	r->nr_slots = r->nr_cells + 1;
+	r->inputs = calloc(r->nr_slots, sizeof(*r->inputs));
+	if (!r->cells || !r->inputs)
 		return -ENOMEM;
+	for (unsigned i = 0; i < r->nr_slots; i++)
+		r->inputs[i].fd = -1;
 	for (unsigned i = 0; i < r->nr_cells; i++)
 		r->cells[i].buf = r->memory + (size_t)i * r->block_size;
 
@@ -204,6 +212,13 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 		return 0;
 	ret = setup_uring(r, v->setup_flags | (opts->sqpoll ? IORING_SETUP_SQPOLL : 0) |
 			  (r->iopoll ? IORING_SETUP_IOPOLL : 0));
+	/* Forbidden (seccomp, io_uring_disabled) or absent: the same hashes from pread(), one cell. */
+	if (v->falls_back && (ret == -ENOSYS || ret == -EPERM)) {
+		r->fallback_reason = ret;
+		r->nr_cells = 1;
+		r->fixed_buffers = r->fixed_file = r->iopoll = false;
+		return 0;
+	}
 	if (ret < 0)
 		return ret;
 	r->have_uring = true;
@@ -230,14 +245,48 @@ void ring_teardown(struct ring *r)
 		io_uring_queue_exit(&r->uring);
 	if (r->eventfd >= 0)
 		close(r->eventfd);
+	for (unsigned i = 0; r->inputs && i < r->nr_slots; i++)
+		input_free(&r->inputs[i]);
+	free(r->inputs);
 	free(r->cells);
 	free(r->memory);
 }
 
-void ring_start(struct ring *r, struct input *inputs, unsigned nr_inputs)
+/* Descriptors already open, so that the files opened ahead stay under RLIMIT_NOFILE. */
+static unsigned count_open_fds(void)
 {
-	r->inputs = inputs;
-	r->nr_inputs = nr_inputs;
+	DIR *dir = opendir("/proc/self/fd");
+	unsigned n = 0;
+
+	if (!dir)
+		return 64;
+	while (readdir(dir))
+		n++;
+	closedir(dir);
+	return n > 3 ? n - 3 : 0;	/* ., .. and the directory's own */
+}
+
+/*
+ * Never fail a file for EMFILE: the producer opens a file only while fewer
+ * than this are open, leaving room for a checksum file, the trace and a spare.
+ */
+static unsigned max_open_files(void)
+{
+	struct rlimit limit;
+	rlim_t used = count_open_fds() + 3;
+
+	if (getrlimit(RLIMIT_NOFILE, &limit) || limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > UINT32_MAX)
+		return UINT32_MAX;
+	return limit.rlim_cur > used + 1 ? limit.rlim_cur - used : 1;
+}
+
+void ring_start(struct ring *r, struct source *source)
+{
+	r->source = source;
+	atomic_store(&r->nr_inputs, 0);
+	atomic_store(&r->source_done, false);
+	atomic_store(&r->open_files, 0);
+	r->max_open_files = max_open_files();
 	r->producer_input = 0;
 	r->producer_block = 0;
 	r->producer_head = 0;
@@ -289,7 +338,8 @@ void ring_producer_sleep(struct ring *r)
 	eventfd_t ignored;
 
 	atomic_store(&r->producer_sleeping, true);
-	if (!io_uring_cq_ready(&r->uring) && !ring_can_request(r) && !atomic_load(&r->error))
+	if (!io_uring_cq_ready(&r->uring) && !ring_can_request(r) && !atomic_load(&r->error) &&
+	    !(ring_produced_all(r) && ring_in_flight(r) == 0))
 		eventfd_read(r->eventfd, &ignored);
 	atomic_store(&r->producer_sleeping, false);
 }
@@ -342,18 +392,21 @@ static int queue_read(struct ring *r, struct cell *c)
 	int fd = r->fixed_file ? (int)c->input->fixed_slot : c->input->fd;
 	struct io_uring_sqe *sqe = get_sqe(r);
 	size_t start = c->got, end = c->want;
+	/* A stream is read where it stands (offset -1), one read at a time. */
+	uint64_t offset = c->input->stream ? (uint64_t)-1 : c->offset + start;
 
 	if (!sqe)
 		return -EBUSY;
-	if (r->direct) {
+	if (c->input->direct) {
 		start &= ~(size_t)(DIRECT_ALIGN - 1);
 		end = (end + DIRECT_ALIGN - 1) & ~(size_t)(DIRECT_ALIGN - 1);
 		c->got = start;
+		offset = c->offset + start;
 	}
 	if (r->fixed_buffers)
-		io_uring_prep_read_fixed(sqe, fd, c->buf + start, end - start, c->offset + start, c - r->cells);
+		io_uring_prep_read_fixed(sqe, fd, c->buf + start, end - start, offset, c - r->cells);
 	else
-		io_uring_prep_read(sqe, fd, c->buf + start, end - start, c->offset + start);
+		io_uring_prep_read(sqe, fd, c->buf + start, end - start, offset);
 	io_uring_sqe_set_data(sqe, c);
 	sqe->flags |= r->sqe_flags | (r->fixed_file ? IOSQE_FIXED_FILE : 0);
 	r->last_sqe = sqe;
@@ -361,10 +414,51 @@ static int queue_read(struct ring *r, struct cell *c)
 	return 0;
 }
 
+/*
+ * The producer's input: the one it is on, or the source's next in a free
+ * slot. A slot is free: with the cell under the producer head consumed, at
+ * most nr_cells - 1 earlier inputs are unfinished, each with a block between
+ * the heads, and the slot's last user is nr_cells + 1 inputs back.
+ */
+struct input *ring_next_input(struct ring *r)
+{
+	unsigned taken = atomic_load(&r->nr_inputs);
+	struct input *in;
+
+	if (r->producer_input < taken)
+		return input_at(r, r->producer_input);
+	if (atomic_load(&r->source_done))
+		return NULL;
+	in = input_at(r, taken);
+	if (!source_next(r->source, in)) {
+		atomic_store(&r->source_done, true);
+		wake_consumer(r);
+		return NULL;
+	}
+	atomic_store(&r->nr_inputs, taken + 1);
+	return in;
+}
+
 bool ring_can_request(struct ring *r)
 {
-	return r->producer_input < r->nr_inputs && ring_in_flight(r) < r->queue_depth &&
-	       atomic_load(&cell_of(r, r->producer_head)->state) == CELL_CONSUMED;
+	struct input *in;
+
+	if (ring_in_flight(r) >= r->queue_depth ||
+	    atomic_load(&cell_of(r, r->producer_head)->state) != CELL_CONSUMED)
+		return false;
+	/* A new file waits for a descriptor; one already open always has its turn. */
+	if (r->producer_block == 0 && atomic_load(&r->open_files) >= r->max_open_files)
+		return false;
+	in = ring_next_input(r);
+	return in && !(in->stream && in->stream_pending);
+}
+
+/* A stream's length is only known at its end: the read that returns 0 (or fails) is its last block. */
+static void end_stream(struct ring *r, struct cell *c)
+{
+	c->last = true;
+	r->producer_input++;
+	r->producer_block = 0;
 }
 
 int ring_request(struct ring *r)
@@ -372,7 +466,7 @@ int ring_request(struct ring *r)
 	int requested = 0, ret;
 
 	while (ring_can_request(r)) {
-		struct input *in = &r->inputs[r->producer_input];
+		struct input *in = input_at(r, r->producer_input);
 		struct cell *c = cell_of(r, r->producer_head);
 
 		if (r->producer_block == 0)
@@ -394,6 +488,7 @@ int ring_request(struct ring *r)
 			continue;
 		}
 		atomic_store_explicit(&c->state, CELL_REQUESTED, memory_order_relaxed);
+		in->stream_pending = in->stream;
 		ret = queue_read(r, c);
 		if (ret < 0)
 			return ret;
@@ -431,7 +526,17 @@ static int complete_read(struct ring *r, struct cell *c, int res)
 	res = inject_fault(r, in, res);
 	if ((res == -EAGAIN || res == -EINTR || res == -ECANCELED) && ++c->retries <= MAX_RETRIES)
 		return queue_read(r, c);
-	if (res == -EINVAL && r->direct)
+	if (in->stream) {
+		in->stream_pending = false;
+		c->want = res > 0 ? (size_t)res : 0;
+		if (res <= 0)
+			end_stream(r, c);
+		if (res < 0 && !in->error)
+			in->error = res;
+		make_available(r, c);
+		return 0;
+	}
+	if (res == -EINVAL && in->direct)
 		err = -ERR_DIRECT_UNSUPPORTED;
 	else if (res < 0)
 		err = res;

@@ -27,6 +27,31 @@ enum {
 	ERR_DIRECT_UNSUPPORTED,		/* the filesystem refuses O_DIRECT */
 	ERR_STALLED,			/* waiting for a completion with nothing in flight */
 	ERR_NOT_POLLABLE,		/* IOPOLL on a device without poll queues */
+	ERR_KEYED_STDIN,		/* --keyed reads the key from stdin, so - cannot be hashed */
+	/* b3sum's complaints about a --check line: printed alone, they fail that line only */
+	ERR_EMPTY_LINE,
+	ERR_LINE_FORMAT,
+	ERR_HASH_LENGTH,
+	ERR_HEX,
+	ERR_ESCAPE,
+	ERR_EMPTY_PATH,
+	ERR_NUL_IN_PATH,
+	ERR_REPLACEMENT_IN_PATH,
+	ERR_NOT_UTF8,			/* a checksum file that is not UTF-8 stops everything, as in b3sum */
+};
+
+static inline bool is_line_error(int err)
+{
+	return -err >= ERR_EMPTY_LINE && -err <= ERR_REPLACEMENT_IN_PATH;
+}
+
+/* What b3sum prints for each hash: its flags that shape the output. */
+struct output_format {
+	uint64_t length;		/* --length: output bytes (default 32) */
+	uint64_t seek;			/* --seek: offset of the first output byte */
+	bool raw;			/* --raw: the bytes themselves, no name */
+	bool tag;			/* --tag: BSD style, BLAKE3 (FILE) = HASH */
+	bool no_names;			/* --no-names: the hash alone */
 };
 
 struct ring;
@@ -46,6 +71,12 @@ struct options {
 	bool iopoll;			/* IORING_SETUP_IOPOLL: poll the device for completions */
 	bool parallel_hash;		/* hash each block on every core (BLAKE3's TBB path) */
 	bool fadvise_sequential;	/* POSIX_FADV_SEQUENTIAL: a larger readahead window */
+	struct output_format format;
+	bool keyed;			/* --keyed: the 32-byte key comes from stdin */
+	const char *derive_key;		/* --derive-key CONTEXT, or NULL */
+	bool length_given;
+	unsigned num_threads;		/* --num-threads: hashing threads; 0: every core */
+	bool no_mmap;			/* --no-mmap: never hash from a mapping of the page cache */
 	bool check;			/* uring_b3sum: FILEs are b3sum checksum files to verify */
 	bool quiet;			/* with --check: print only failures */
 	bool verbose;			/* say how each file is read */
@@ -67,6 +98,7 @@ struct variant {
 	bool waits_on_completions;	/* its loop may block in the kernel for completions */
 	unsigned setup_flags;		/* io_uring setup flags to try, dropped in turn */
 	bool chooses_path;		/* hashes files in the page cache from memory (uring_b3sum) */
+	bool falls_back;		/* without io_uring, reads with pread() instead of failing */
 	unsigned queue_depth;		/* default; 0: the article's 4 */
 	unsigned buffers_per_depth;	/* default buffers per queue depth; 0: 1 */
 	int (*hash_stream)(struct ring *ring);
@@ -74,13 +106,24 @@ struct variant {
 
 enum path_choice { PATH_AUTO, PATH_MEMORY, PATH_RING };
 
-/* One file to hash. Inputs pass through the ring in order, so their lines come out in order. */
+/*
+ * One file to hash. Inputs pass through the ring in order, so their lines come out in order.
+ * They come one at a time from a source and live in a slot until finished.
+ */
 struct input {
 	const char *path;
+	const char *shown;		/* --check: the name as its line wrote it, escapes kept */
+	char *text;			/* the slot's own copy of path and shown, for --check lines */
+	size_t text_size;
 	bool checking;			/* --check: compare with expected instead of printing */
 	uint8_t expected[BLAKE3_OUT_LEN];
 	int fd;
+	bool borrowed_fd;		/* stdin: not ours to close */
+	bool stream;			/* a pipe, character device or stdin: read in order up to end of file */
+	bool stream_pending;		/* a stream's read is in flight: its next one waits */
+	bool direct;			/* read with O_DIRECT */
 	struct stat st;			/* at open: the file must still match it when done */
+	uint64_t size;			/* bytes to read (a block device's from BLKGETSIZE64) */
 	uint64_t nr_blocks;		/* at least 1: an empty or failed file still passes the consumer once */
 	uint64_t completions;		/* reaped for this file, counted by fault injection */
 	int error;			/* first error, negative; the producer's until the file's last block is available */
@@ -134,16 +177,25 @@ struct ring {
 
 	/* the stream of files */
 	const char *prog;
-	struct input *inputs;
-	unsigned nr_inputs;
+	struct source *source;
+	struct input *inputs;		/* slots: nr_cells + 1 inputs can be between the heads */
+	unsigned nr_slots;
+	_Atomic unsigned nr_inputs;	/* taken from the source so far */
+	_Atomic bool source_done;	/* the source has no more */
+	_Atomic unsigned open_files;	/* opened by the producer, not yet closed by the consumer */
+	unsigned max_open_files;	/* under RLIMIT_NOFILE, with room for the rest of the program */
 	unsigned producer_input;	/* the file of the next block to request */
 	uint64_t producer_block;	/* that block's index within its file */
 	uint64_t producer_head;		/* blocks requested so far, over all files */
 	uint64_t consumer_head;		/* blocks hashed so far, over all files */
 	unsigned consumer_input;	/* files finished so far */
 	unsigned failed_inputs;
-	unsigned mismatches;		/* --check: files whose hash differs */
 	bool quiet;			/* --check: print only failures */
+	bool keyed;
+	bool no_mmap;
+	struct output_format format;
+	blake3_hasher base_hasher;	/* every input's hasher starts as a copy: plain, keyed or derive-key */
+	int fallback_reason;		/* io_uring could not be set up (negative errno): reading with pread() */
 	uint64_t bytes_hashed;
 	int path_choice;
 	bool verbose;
@@ -170,7 +222,8 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 /* ring.c: the ring buffer protocol */
 int ring_setup(struct ring *r, const struct options *opts, const struct variant *v);
 void ring_teardown(struct ring *r);
-void ring_start(struct ring *r, struct input *inputs, unsigned nr_inputs);
+void ring_start(struct ring *r, struct source *source);
+struct input *ring_next_input(struct ring *r);
 int ring_request(struct ring *r);
 int ring_submit(struct ring *r, bool and_wait);
 int ring_reap_one(struct ring *r, bool wait);
@@ -195,6 +248,8 @@ static inline enum cell_state cell_state(struct cell *c)
 void hash_parallel(blake3_hasher *hasher, const void *data, size_t len);
 /* The same for a mapping of the page cache, staging each serial subtree through L2. */
 void hash_mapped(blake3_hasher *hasher, const void *data, size_t len);
+/* --num-threads: no more hashing threads than this. */
+void hash_limit_threads(size_t threads);
 
 static inline void hash_update(const struct ring *r, blake3_hasher *hasher, const void *data, size_t len)
 {
@@ -204,9 +259,19 @@ static inline void hash_update(const struct ring *r, blake3_hasher *hasher, cons
 		blake3_hasher_update(hasher, data, len);
 }
 
-static inline bool ring_consumed_all(const struct ring *r)
+static inline struct input *input_at(const struct ring *r, unsigned index)
 {
-	return r->consumer_input == r->nr_inputs;
+	return &r->inputs[index % r->nr_slots];
+}
+
+static inline bool ring_consumed_all(struct ring *r)
+{
+	return atomic_load(&r->source_done) && r->consumer_input == atomic_load(&r->nr_inputs);
+}
+
+static inline bool ring_produced_all(struct ring *r)
+{
+	return atomic_load(&r->source_done) && r->producer_input == atomic_load(&r->nr_inputs);
 }
 
 static inline unsigned ring_in_flight(struct ring *r)
@@ -222,6 +287,9 @@ size_t block_length(const struct ring *r, const struct input *in, uint64_t block
 /* threaded.c: the producer thread and the consumer loop */
 int hash_stream_threaded(struct ring *r);
 
+/* pread_loop.c: plain pread(), for b3sum_pread and for uring_b3sum without io_uring */
+int hash_stream_pread(struct ring *r);
+
 /* trace.c */
 int trace_open(struct trace *t, const char *path);
 int trace_close(struct trace *t);
@@ -234,22 +302,28 @@ static inline bool trace_on(const struct trace *t) { return t->out != NULL; }
 #endif
 
 /* output.c */
-void print_hash(const char *path, const uint8_t hash[BLAKE3_OUT_LEN]);
+void print_hash(const struct output_format *f, const char *path, blake3_hasher *hasher);
 void print_error(const char *prog, const char *path, int err);
-void print_check(const char *path, const char *verdict);
-void print_check_failure(const char *path, int err);
+void print_line_error(const char *prog, int err);
+void print_check(const char *shown, const char *verdict);
+void print_check_failure(const char *shown, int err);
 const char *ringsum_strerror(int err);
+const char *describe_error(int err, char *buf, size_t size);
+bool utf8_valid(const char *s, size_t len);
 
-/* checkfile.c: the inputs of --check */
-struct input_list {
-	struct input *inputs;
-	unsigned nr_inputs, allocated;
-	char **owned_paths;		/* unescaped paths read from checksum files */
-	unsigned nr_owned;
+/* source.c: the inputs, one at a time: the FILEs, or the lines of the checksum files with --check */
+struct source {
+	char **files;
+	int nr_files, next_file;
+	bool check;
+	FILE *checkfile;		/* the one being read, or NULL */
+	char *line;
+	size_t capacity;
+	int fatal;			/* negative: it stopped everything, as b3sum's "Error: ..." */
 };
-struct input *input_list_add(struct input_list *list, const char *path);
-int read_checkfile(struct input_list *list, const char *checkfile, const char *prog);
-void input_list_free(struct input_list *list);
+int source_next(struct source *s, struct input *in);
+void source_close(struct source *s);
+void input_free(struct input *in);
 
 /* main.c */
 int ringsum_main(int argc, char **argv, const struct variant *v);

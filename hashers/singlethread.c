@@ -28,7 +28,7 @@ static int hash_stream(struct ring *r)
 		if (ret < 0)
 			return ret;
 		progress += ring_consume(r);
-		if (!progress && ring_in_flight(r) == 0)
+		if (!progress && ring_in_flight(r) == 0 && !ring_consumed_all(r))
 			return -ERR_STALLED;
 	}
 	return 0;

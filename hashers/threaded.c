@@ -14,7 +14,7 @@ static void *producer(void *arg)
 	struct ring *r = arg;
 	int ret = 0, progress;
 
-	while (!atomic_load(&r->error) && (r->producer_input < r->nr_inputs || ring_in_flight(r) > 0)) {
+	while (!atomic_load(&r->error) && (!ring_produced_all(r) || ring_in_flight(r) > 0)) {
 		progress = ret = ring_request(r);
 		if (ret >= 0)
 			ret = ring_submit(r, false);

@@ -4,7 +4,7 @@ Each case draws a file size, knobs (block size, queue depth, buffers, --link, --
 --process-in-inner-loop, --fixed-buffers, --fixed-file, --submit-and-wait) and a schedule of
 short reads, EAGAIN, EINTR and ECANCELED at random completion numbers, sometimes with one EIO.
 The hasher must print the official b3sum's line and exit 0, or, only when an EIO was scheduled,
-print `prog: path: Input/output error`, no hash line, and exit 1; never hang.
+print `prog: path: Input/output error (os error 5)`, no hash line, and exit 1; never hang.
 
 Seeded and of fixed size for CI; explore with RINGSUM_FAULT_SEED=<n> RINGSUM_FAULT_CASES=<n>.
 A failure prints the command line that reproduces it.
@@ -75,7 +75,7 @@ def test_random_fault_schedules():
         if result.returncode == 0 and result.stdout == oracle(size) and not result.stderr:
             compared += 1
         elif (eio and result.returncode == 1 and result.stdout == b""
-              and result.stderr.decode() == f"{variant}: {path}: Input/output error\n"):
+              and result.stderr.decode() == f"{variant}: {path}: Input/output error (os error 5)\n"):
             io_errors += 1
         else:
             failures.append(f"case {case}: exit {result.returncode}, stdout {result.stdout[:80]!r}, "

@@ -241,3 +241,20 @@ def test_limit_group_skips_fio_that_would_not_read_the_whole_file():
 def test_limit_key_must_be_a_boolean():
     with pytest.raises(ConfigError, match=r"^t.toml: baselines.limit: expected true or false, got \"no\"$"):
         parse_config('[baselines]\ncat = true\nlimit = "no"\n', "t.toml")
+
+
+def test_positional_style_for_uring_b3sum_says_so(tmp_path):
+    """uring_b3sum takes its arguments as b3sum does, so its positional argv starts with --positional;
+    the argv the plan builds hashes the file (the real program, against b3sum)."""
+    from hashers_support import b3sum_lines, data_file
+
+    path = data_file(3 * (1 << 20) + 7)
+    for variant, lead in (("uring_b3sum", ["--positional"]), ("liburing_b3sum_singlethread", [])):
+        text = (f'[[hashers]]\nvariant = "{variant}"\nstyle = "positional"\n'
+                f'block_size = "128K"\nqueue_depth = 4\n')
+        cfg, p = plan_of(text, [FileSpec(str(path), path.stat().st_size)])
+        (command,) = p.commands
+        assert list(command.argv[1:]) == [*lead, str(path), "128", "4", "0", "0", "4", "0", "0"]
+        argv = [str(REPO / "build" / "bin" / variant), *command.argv[1:]]
+        result = subprocess.run(argv, capture_output=True, timeout=60)
+        assert result.returncode == 0 and result.stdout == b3sum_lines([path]), result.stderr

@@ -38,13 +38,13 @@ def test_io_error_gives_an_error_and_no_hash(variant, completion):
     result = run([FAULTS_BIN / variant, *ring_path(variant), "--block-size", "64K", *paths],
                  env={**os.environ, "RINGSUM_FAULTS": f"eio:{completion}"}, timeout=30)
     assert result.returncode == 1
-    assert result.stderr.decode().startswith(f"{variant}: {paths[0]}: Input/output error\n")
+    assert result.stderr.decode().startswith(f"{variant}: {paths[0]}: Input/output error (os error 5)\n")
     # Completions are counted per file: the small second file has only one, so only eio:1 hits it too.
     if completion == 1:
         assert result.stdout == b""
-        assert result.stderr.decode().endswith(f"{variant}: {paths[1]}: Input/output error\n")
+        assert result.stderr.decode().endswith(f"{variant}: {paths[1]}: Input/output error (os error 5)\n")
     else:
-        assert result.stderr.decode() == f"{variant}: {paths[0]}: Input/output error\n"
+        assert result.stderr.decode() == f"{variant}: {paths[0]}: Input/output error (os error 5)\n"
         assert result.stdout == b3sum_lines(paths[1:])
 
 

@@ -23,7 +23,15 @@ static const struct variant variants[] = {
 /* What parse_options() promises when it returns -1 (go on and hash). */
 static void check_accepted(const struct options *o, const struct variant *v, char **argv, int argc)
 {
-	if (o->nr_files < 1 || o->files < argv || o->files + o->nr_files > argv + argc)
+	bool standard_input = o->nr_files == 1 && !strcmp(o->files[0], "-") && (o->files < argv || o->files >= argv + argc);
+
+	/* no FILE: stdin, as b3sum */
+	if (o->nr_files < 1 || (!standard_input && (o->files < argv || o->files + o->nr_files > argv + argc)))
+		__builtin_trap();
+	if (o->check && (o->keyed || o->derive_key || o->length_given || o->format.raw || o->format.tag ||
+			 o->format.no_names))
+		__builtin_trap();
+	if ((o->keyed && (o->derive_key || standard_input)) || (o->quiet && !o->check))
 		__builtin_trap();
 	for (int i = 0; i < o->nr_files; i++)
 		if (!o->files[i])
