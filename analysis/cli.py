@@ -11,9 +11,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.load import NotARunDir, RunDirError, load_run
-from analysis.report import write_report
-
 
 def add_report_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = subparsers.add_parser("report", help="charts, summary.md and report.html for run directories",
@@ -35,6 +32,10 @@ def _fail(message: str, code: int) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    # pandas and matplotlib load here, not when `ringsum` builds its parser: `ringsum --help` stays quick.
+    from analysis.load import NotARunDir, RunDirError, load_run
+    from analysis.report import write_report
+
     runs = []
     for run_dir in args.run_dirs:
         try:
