@@ -635,8 +635,9 @@ def summary(o: Outcome) -> list[str]:
         out.append(f"  vs {b3['label']}: {ratio(b3['ratio'])} x its time ({b3['outcome']})")
     if o.best_default and o.best_default[0] != o.winner:
         out.append(f"best {DEFAULT_VARIANT}: {line(*o.best_default)}")
-    for lbl, m in o.finalists[1:]:
-        out.append(f"  finalist: {line(lbl, m)}")
+    for lbl, m in o.finalists:
+        if lbl != o.winner:
+            out.append(f"  finalist: {line(lbl, m)}")
     out.append(f"runs: {o.hasher_runs} hasher executions (+{o.baseline_runs} of readers and b3sum) vs {o.grid_runs} for the "
                f"full grid ({o.grid_points} configurations x {o.grid_runs // o.grid_points} rounds): "
                f"{o.hasher_runs / o.grid_runs:.1%}")

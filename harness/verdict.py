@@ -78,7 +78,7 @@ class SpeedLimit:
     file: str
     file_size: int
     per_round: RoundTimes
-    set_in_round: dict[int, str]  # round -> the reader that set the limit
+    set_in_round: dict[int, str]  # round -> the reader that set the limit (equal times: the first label)
     estimate: stats.Estimate  # the per-round limits: median and its interval
     readers: dict[str, float]  # every reader with data -> its median job time
 
