@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -175,14 +176,19 @@ def _run_child(argv: list[str], timeout: float, out: Path, count_syscalls: bool)
         raise
     finally:
         timer.cancel()
-    fields = next((line.split()[1:] for line in rusage.read_text(errors="replace").splitlines()
-                   if line.startswith("ringsum-probe ")), None) if rusage.exists() else None
+    report = rusage.read_text(errors="replace").splitlines() if rusage.exists() else []
+    fields = next((line.split()[1:] for line in report if line.startswith("ringsum-probe ")), None)
+    # GNU time says so on a line of its own; its %x is then no exit status
+    signalled = next((int(m.group(1)) for line in report
+                      if (m := re.match(r"Command terminated by signal (\d+)", line))), None)
     enters = _perf_count(perf)
     rusage.unlink(missing_ok=True)
     perf.unlink(missing_ok=True)
     if killed.is_set() or not fields or len(fields) != 5:
         return _Child(None, None, None, None, None, None)
     code, rss, involuntary, voluntary, minor = (int(x) for x in fields)
+    if signalled is not None:
+        code = -signalled
     return _Child(code, io.get("read_bytes"), rss, involuntary + voluntary, minor, enters)
 
 
