@@ -18,9 +18,11 @@ from pathlib import Path
 from harness import results as res
 from harness.check import INSTRUCTIONS_JSON, CheckError, is_run_dir
 from harness.config import REPO_ROOT
+from harness.counters import COUNTERS_CSV
 
 BASELINES = REPO_ROOT / "results" / "baselines"
-KEPT_FILES = ("config.toml", res.META_JSON, res.PLAN_JSON, res.RUNS_CSV, res.SUMMARY_TXT, INSTRUCTIONS_JSON)
+KEPT_FILES = ("config.toml", res.META_JSON, res.PLAN_JSON, res.RUNS_CSV, res.SUMMARY_TXT, res.SUMMARY_JSON,
+              COUNTERS_CSV, INSTRUCTIONS_JSON)
 
 
 @dataclass(frozen=True)
