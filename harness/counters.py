@@ -229,21 +229,22 @@ def append(path: Path, row: Counters) -> None:
         os.fsync(f.fileno())
 
 
+_FLOATS = {f.name for f in fields(Counters) if str(f.type).startswith("float")}
+
+
+def _uncell(name: str, text: str) -> float | int | None:
+    if text == "":
+        return None
+    return float(text) if name in _FLOATS else int(text)
+
+
 def read(path: Path) -> list[Counters]:
     if not path.is_file():
         return []
-    out = []
     with path.open(newline="") as f:
-        for r in csv.DictReader(f):
-            def num(k: str) -> float | None:
-                v = r.get(k, "")
-                return None if v in ("", None) else float(v)
-            vals = {k: num(k) for k in MEASURES}
-            out.append(Counters(label=r["label"], file=r["file"],
-                                exit_code=None if r["exit_code"] == "" else int(r["exit_code"]),
-                                **{k: (int(v) if v is not None and k not in ("mean_in_flight", "resident_after")
-                                       else v) for k, v in vals.items()}))  # type: ignore[arg-type]
-    return out
+        return [Counters(label=r["label"], file=r["file"],
+                         **{k: _uncell(k, r.get(k) or "") for k in COLUMNS[2:]})  # type: ignore[arg-type]
+                for r in csv.DictReader(f)]
 
 
 # --- comparison ---
