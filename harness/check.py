@@ -62,6 +62,7 @@ MIN_RUNS = 3  # ok executions per command on each side
 FIGURES = ("paired", "cat", "fio", "raw")  # in order of preference for the verdict
 REFERENCE_TOOLS = ("cat", "fio")
 POOLED = "all hashers, pooled"
+MIN_LOG_SCALE = 1e-3  # a command's per-round noise is never taken as below 0.1% (weights stay finite)
 INSTRUCTIONS_JSON = "instructions.json"
 DEFAULT_INSTRUCTION_TOLERANCE = 0.01
 INSTRUCTION_FILE_SIZE = 64 << 20
@@ -408,16 +409,23 @@ def compare(baseline: RunData, current: RunData, settings: Settings) -> Report:
 
 def compare_pooled(comparisons: list[Comparison], baseline: RunData, current: RunData,
                    settings: Settings) -> Comparison:
-    """All judged hashers at once: per round, the geometric mean of their current/baseline
+    """All judged hashers at once: per round, a weighted mean of their log current/baseline
     ratios, then the paired shift over rounds (as for one command). A change in shared code
-    moves every command; pooling k commands cuts the noise of a round's figure by about sqrt(k)."""
+    moves every command; pooling cuts the noise of a round's figure. Each command weighs
+    1/s^2, s the median |log ratio| of its rounds: a command timed through a noisy disk (O_DIRECT
+    read hot) then hardly dilutes the quiet ones. s ignores the signs, so with nothing changed
+    the pooled log ratios stay symmetric, as the signed-rank interval needs."""
     labels = [c.label for c in comparisons if "paired" in c.estimates and c.tool not in REFERENCE_TOOLS]
     per_label = []
     for label in labels:
         b, c = _by_key(baseline.samples[label]["raw"]), _by_key(current.samples[label]["raw"])
         per_label.append({k: c[k] / b[k] for k in c if k in b})
     rounds = sorted(set.intersection(*(set(r) for r in per_label)))
-    pooled = [float(np.mean([math.log(r[k]) for r in per_label])) for k in rounds]
+    logs = np.log(np.array([[r[k] for k in rounds] for r in per_label]))  # command x round
+    pooled = np.array([])
+    if rounds:
+        weights = 1 / np.maximum(np.median(np.abs(logs), axis=1), MIN_LOG_SCALE) ** 2
+        pooled = weights @ logs / weights.sum()
     ratio = stats.log_shift(pooled, settings.confidence)
     cmp = Comparison(label=f"{POOLED} ({len(labels)} hashers)", tool=POOLED, verdict=NO_CHANGE,
                      baseline_n=len(rounds), current_n=len(rounds), primary="paired")
@@ -591,7 +599,7 @@ def _header_lines(report: Report) -> list[str]:
         f"baseline: {report.baseline.path} (fingerprint {report.baseline.fingerprint_id})",
         f"current:  {report.current.path} (fingerprint {report.current.fingerprint_id})",
         f"figure for the verdict: first of paired, ÷cat, ÷fio, raw available; threshold ±{s.threshold * 100:g}%, "
-        f"{s.confidence * 100:g}% interval: order statistics of the per-round ratios (paired), or a bootstrap "
+        f"{s.confidence * 100:g}% interval: Hodges-Lehmann and signed ranks of the per-round ratios (paired), or a bootstrap "
         f"of the ratio of medians ({s.resamples} resamples, seed {s.seed})",
     ]
 
