@@ -81,17 +81,14 @@ class Machine:
         return row
 
 
-def find_run_dirs(roots: list[Path]) -> list[Path]:
-    """Every run directory (runs.csv and meta.json) at or under the roots, in path order."""
-    found: list[Path] = []
-    for root in roots:
-        if not root.is_dir():
-            raise FleetError(f"{root}: not a directory")
-        dirs = sorted(p.parent for p in root.rglob(RUNS_CSV) if (p.parent / META_JSON).is_file())
-        if not dirs:
-            raise FleetError(f"{root}: no run directory (runs.csv with meta.json) under it")
-        found += [d for d in dirs if d not in found]
-    return found
+def find_run_dirs(root: Path) -> list[Path]:
+    """Every run directory (runs.csv and meta.json) at or under root, in path order."""
+    if not root.is_dir():
+        raise FleetError(f"{root}: not a directory")
+    dirs = sorted(p.parent for p in root.rglob(RUNS_CSV) if (p.parent / META_JSON).is_file())
+    if not dirs:
+        raise FleetError(f"{root}: no run directory (runs.csv with meta.json) under it")
+    return dirs
 
 
 def host_of(run: Run, root: Path) -> str:
@@ -111,9 +108,11 @@ def host_of(run: Run, root: Path) -> str:
 
 
 def collect(roots: list[Path]) -> list[HostRun]:
-    out = []
+    out: list[HostRun] = []
     for root in roots:
-        for d in find_run_dirs([root]):
+        for d in find_run_dirs(root):
+            if d in (hr.run.path for hr in out):
+                continue  # a directory given twice, or inside another one given
             run = load_run(d)
             if len(run.runs):
                 out.append(HostRun(host_of(run, root), run))
@@ -170,7 +169,7 @@ def _shown(value: object) -> str:
 def markdown(host_runs: list[HostRun], ms: list[Machine]) -> str:
     hosts = sorted({hr.host for hr in host_runs})
     lines = ["# Fleet report", "",
-             f"{len(host_runs)} runs from {len(hosts)} hosts. Each machine's best hasher against its own "
+             f"{len(host_runs)} run(s) from {len(hosts)} host(s). Each machine's best hasher against its own "
              "speed limit (the fastest plain read in the same rounds) and against its fastest b3sum: "
              "medians of per-round ratios with 95% intervals; lower is better. Machines are ranked by "
              "× limit within one workload; raw seconds are not compared across machines.", ""]
