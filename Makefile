@@ -11,6 +11,7 @@ TOOLS   := .tools
 VENV    := .venv
 B3SUM   := $(TOOLS)/bin/b3sum
 VENV_OK := $(VENV)/.installed
+PY_LOCK := harness/requirements.lock
 BLAKE3  := $(BUILD)/vendor/blake3-$(BLAKE3_VERSION)/c
 BLAKE3_LIB := $(BUILD)/blake3/libblake3.a
 BLAKE3_JOIN_LIB := $(BUILD)/blake3/libblake3-blake3join.a
@@ -55,7 +56,7 @@ FLAGS_blake3join :=
 LIB_blake3join := $(BLAKE3_JOIN_LIB)
 bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
 
-.PHONY: all deps deps-apt test test-sanitize bench sweep fleet wheels check-power verify fuzz clean distclean
+.PHONY: all deps deps-apt test test-sanitize bench sweep fleet wheels lock check-power verify fuzz clean distclean
 all: $(call bins,release)
 
 define compile_rule
@@ -129,11 +130,19 @@ deps-apt:
 $(B3SUM):
 	cargo install --locked --quiet b3sum --version $(B3SUM_VERSION) --root $(TOOLS)
 
-$(VENV_OK): pyproject.toml
+$(VENV_OK): pyproject.toml $(PY_LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
+	PIP_CONSTRAINT=$(abspath $(PY_LOCK)) $(VENV)/bin/pip install --quiet --upgrade pip setuptools
+	PIP_CONSTRAINT=$(abspath $(PY_LOCK)) $(VENV)/bin/pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	@touch $@
+
+# The lock file: what a fresh venv resolves to today, with every extra, as constraints for deps.
+lock:
+	rm -rf $(BUILD)/lock-venv && $(PYTHON) -m venv $(BUILD)/lock-venv
+	$(BUILD)/lock-venv/bin/pip install --quiet --upgrade pip setuptools
+	$(BUILD)/lock-venv/bin/pip install --quiet '.[test,fleet]'
+	{ sed -n '/^#/p' $(PY_LOCK); $(BUILD)/lock-venv/bin/pip freeze --all --exclude ringsum; } > $(PY_LOCK).new
+	mv $(PY_LOCK).new $(PY_LOCK)
 
 TEST_HELPERS := $(BUILD)/tests/without_io_uring
 $(BUILD)/tests/%: tests/helpers/%.c
@@ -172,7 +181,7 @@ fleet: deps
 # The Python dependencies as wheels in build/wheels: the fleet's hosts install from them offline
 # (the playbook's ringsum_seed).
 wheels: deps
-	$(VENV)/bin/pip wheel --quiet -w $(BUILD)/wheels setuptools '.'
+	PIP_CONSTRAINT=$(abspath $(PY_LOCK)) $(VENV)/bin/pip wheel --quiet -w $(BUILD)/wheels pip setuptools '.'
 
 # The regression check's detection and false-alarm rates (docs/regression-check.md): wall time
 # at the check's 60 rounds (and 2000 checks resampled from their rounds, for the rare false
