@@ -60,11 +60,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.units import format_size, parse_size
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-HASHER_VARIANTS = ("liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread", "uring_b3sum")
+from harness.knobs import KnobsError, KnobTable, load_knobs
+from harness.units import parse_size
+from harness.variants import REPO_ROOT, VARIANTS
 BASELINE_TOOLS = ("cat", "dd", "b3sum", "xxhsum", "fio")
 READ_TOOLS = ("cat", "dd", "fio")  # read the file and nothing else: the speed limit is the fastest of them
 # The `limit` group every config gets unless `[baselines] limit = false`: enough read-only commands
@@ -168,37 +166,23 @@ class Buffers:
         return "queue_depth" if self.per_queue_depth == 1 else f"{self.per_queue_depth}*queue_depth"
 
 
-# The hashers' on/off knobs: knob name -> (command-line flag, word in the command's label).
-# The first four are the article's; the positional style can express only those.
-HASHER_FLAGS: dict[str, tuple[str, str]] = {
-    "direct": ("--direct", "direct"),
-    "process_in_inner_loop": ("--process-in-inner-loop", "inner"),
-    "drain": ("--drain", "drain"),
-    "link": ("--link", "link"),
-    "fixed_buffers": ("--fixed-buffers", "fixedbuf"),
-    "fixed_file": ("--fixed-file", "fixedfile"),
-    "sqpoll": ("--sqpoll", "sqpoll"),
-    "submit_and_wait": ("--submit-and-wait", "submitwait"),
-    "iopoll": ("--iopoll", "iopoll"),
-    "parallel_hash": ("--parallel-hash", "parhash"),
-    "fadvise_sequential": ("--fadvise-sequential", "seq"),
-}
-ARTICLE_FLAGS = ("direct", "process_in_inner_loop", "drain", "link")
+Parser = Callable[[Any], Any]
+# How a knob of each type of the hashers' table (harness/knobs.py) is read from a config.
+_HASHER_PARSERS: dict[str, Parser] = {"size": _size, "count": _posint, "buffers": _buffers, "flag": _bool}
 
-# knob name -> (parser, default values) for each kind of group
-KNOBS: dict[str, dict[str, tuple[Callable[[Any], Any], tuple[Any, ...]]]] = {
-    "hasher": {
-        "block_size": (_size, (512 << 10,)),
-        "queue_depth": (_posint, (4,)),
-        "buffers": (_buffers, (Buffers(per_queue_depth=1),)),
-        **{flag: (_bool, (False,)) for flag in HASHER_FLAGS},
-    },
+# knob name -> (parser, default values) for each baseline tool's group
+TOOL_KNOBS: dict[str, dict[str, tuple[Parser, tuple[Any, ...]]]] = {
     "cat": {},
     "dd": {"bs": (_size, (1 << 20,)), "direct": (_bool, (False,))},
     "b3sum": {"num_threads": (_threads, (None,)), "no_mmap": (_bool, (False,))},
     "xxhsum": {"algo": (_xxh_algo, ("xxh64",))},
     "fio": {"bs": (_size, (512 << 10,)), "iodepth": (_posint, (2,)), "direct": (_bool, (True,))},
 }
+
+
+def hasher_knobs(table: KnobTable) -> dict[str, tuple[Parser, tuple[Any, ...]]]:
+    """A hasher group's knobs: each of the table's, parsed by its type, the article's default."""
+    return {k.name: (_HASHER_PARSERS[k.type], (_HASHER_PARSERS[k.type](k.default),)) for k in table}
 
 
 _CONSTRAINT_RE = re.compile(
@@ -348,10 +332,19 @@ def with_baseline_build(config: Config, bin_dir: str | Path) -> Config:
 
 
 class _Ctx:
-    """Carries the file name for error messages."""
+    """Carries the file name for error messages, and the hashers' knob table once a hasher group needs it."""
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._hasher_knobs: dict[str, tuple[Parser, tuple[Any, ...]]] | None = None
+
+    def hasher_knobs(self) -> dict[str, tuple[Parser, tuple[Any, ...]]]:
+        if self._hasher_knobs is None:
+            try:
+                self._hasher_knobs = hasher_knobs(load_knobs())
+            except KnobsError as e:
+                raise self.err("hashers", str(e)) from None
+        return self._hasher_knobs
 
     def err(self, key: str, msg: str) -> ConfigError:
         text = f"{self.path}: {key}: {msg}" if key else f"{self.path}: {msg}"
@@ -403,7 +396,7 @@ def _parse_constraint(ctx: _Ctx, text: Any, key: str, knobs: dict[str, Any]) -> 
 
 
 def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_name: str) -> Group:
-    knobs = KNOBS[kind]
+    knobs = ctx.hasher_knobs() if kind == "hasher" else TOOL_KNOBS[kind]
     common = {"name", "exclude", "constraints"}
     extra = {"variant", "path", "style", "trace"} if kind == "hasher" else set()
     ctx.check_keys(table, key, set(knobs) | common | extra)
@@ -411,7 +404,7 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
     variant, path, style, trace = kind, None, "options", True
     if kind == "hasher":
         if "variant" not in table:
-            raise ctx.err(f"{key}.variant", f"missing (e.g. {HASHER_VARIANTS[0]!r})")
+            raise ctx.err(f"{key}.variant", f"missing (e.g. {VARIANTS[0]!r})")
         variant = table["variant"]
         if not isinstance(variant, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]+", variant):
             raise ctx.err(f"{key}.variant", f"expected a program name, got {_show(variant)}")
@@ -608,6 +601,3 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         raise ConfigError(f"{p}: cannot read config: {e}") from None
     return parse_config(text, str(path))
 
-
-def describe_size(n: int) -> str:
-    return format_size(n)

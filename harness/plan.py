@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import re
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness.config import ARTICLE_FLAGS, HASHER_FLAGS, REPO_ROOT, XXH_ALGOS, Config, Group
+from harness.config import REPO_ROOT, XXH_ALGOS, Buffers, Config, Group
+from harness.knobs import Knob, load_knobs
 from harness.units import format_size
+from harness.variants import variant as registered_variant
 
 FIO_JSON = "{FIO_JSON}"  # placeholder in fio argv, replaced by a fresh path per execution
 TRACE = "{TRACE}"  # the word after a hasher's --trace, replaced by the trace file's path
@@ -48,20 +51,16 @@ class Command:
     queue_depth: int | None = None
     buffers: int | None = None
     direct: bool | None = None
-    process_in_inner_loop: bool | None = None
-    drain: bool | None = None
-    link: bool | None = None
-    fixed_buffers: bool | None = None
-    fixed_file: bool | None = None
-    sqpoll: bool | None = None
-    submit_and_wait: bool | None = None
-    iopoll: bool | None = None
-    parallel_hash: bool | None = None
-    fadvise_sequential: bool | None = None
+    knobs: dict[str, Any] = field(default_factory=dict)  # hashers: the table's other knobs (harness/knobs.py)
     num_threads: int | None = None
     mmap: bool | None = None
     extra: str = ""
     trace_argv: tuple[str, ...] | None = None  # hashers: argv with `--trace {TRACE}`
+
+    def knob_values(self) -> dict[str, Any]:
+        """A hasher's every knob by name, in the table's order (the shared ones first)."""
+        return {"block_size": self.block_size, "queue_depth": self.queue_depth, "buffers": self.buffers,
+                "direct": self.direct, **self.knobs}
 
     @property
     def hashes(self) -> bool:
@@ -81,6 +80,9 @@ class Command:
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Command":
         d = dict(d)
+        # a plan.json written before the knob table kept each knob as a field of its own
+        own = {f.name for f in fields(Command)}
+        d["knobs"] = {**{k: d.pop(k) for k in list(d) if k not in own}, **d.get("knobs", {})}
         d["argv"] = tuple(d["argv"])
         d["trace_argv"] = tuple(d["trace_argv"]) if d.get("trace_argv") else None
         return Command(**d)
@@ -142,38 +144,58 @@ def _expand_grid(group: Group) -> list[dict[str, Any]]:
     return out
 
 
+def knob_word(k: Knob, value: Any) -> str:
+    """A knob's value as its option and the label take it: sizes as 512K."""
+    return format_size(value) if k.type == "size" else str(value)
+
+
+def _hasher_command(config: Config, group: Group, knobs: dict[str, Any], common: dict[str, Any], tag: str) -> Command:
+    """A hasher's argv and label from the knob table: every number is passed, every flag that is on;
+    the label names the article's numbers, any other that is not at its default, and the flags on."""
+    table = load_knobs()
+    prog = str(hasher_binary(config, group))
+    file = common["file"]
+    values = {name: v.resolve(knobs["queue_depth"]) if isinstance(v, Buffers) else v for name, v in knobs.items()}
+    opts: list[str] = []
+    words: list[str] = []
+    for k in table:
+        value = values[k.name]
+        if k.is_flag:
+            opts += [k.option] * value
+            words += [k.label] * value
+        else:
+            opts += [k.option, knob_word(k, value)]
+            if k.positional or value != k.default:
+                words.append(f"{k.label}={knob_word(k, value)}")
+    if group.style == "positional":
+        beyond = [k.name for k in table if not k.positional and values[k.name] != k.default]
+        if beyond:
+            raise PlanError(f"group {group.name!r}: the positional style cannot express {', '.join(beyond)}")
+        article = sorted((k for k in table if k.positional), key=lambda k: k.positional)
+        args = [str(values[k.name] // 1024 if k.type == "size" else int(values[k.name])) for k in article]
+        registered = registered_variant(group.variant)
+        flag = ["--positional"] if registered and registered.positional_flag else []
+        argv = [prog, *flag, file, *args]
+        label = f"{group.variant} {' '.join(args)}"
+        extra = "positional"
+    else:
+        argv = [prog, *opts, "--", file]
+        # A group with its own binary is told apart from the built variant by its name.
+        label = " ".join([group.name if group.path else group.variant, *words])
+        extra = ""
+    return Command(label=label + tag, slug="", tool="hasher", variant=group.variant, argv=tuple(argv),
+                   block_size=values["block_size"], queue_depth=values["queue_depth"], buffers=values["buffers"],
+                   direct=values["direct"], knobs={name: values[name] for name in table.own}, extra=extra,
+                   trace_argv=tuple([prog, *opts, "--trace", TRACE, "--", file]) if group.trace else None,
+                   **common)
+
+
 def _commands_for(config: Config, group: Group, knobs: dict[str, Any], f: FileSpec,
                   tag: str) -> Command:
     file = f.path
     common: dict[str, Any] = dict(group=group.name, file=file, file_size=f.size)
     if group.kind == "hasher":
-        prog = str(hasher_binary(config, group))
-        bs, qd = knobs["block_size"], knobs["queue_depth"]
-        buf = knobs["buffers"].resolve(qd)
-        flags = {knob: knobs[knob] for knob in HASHER_FLAGS}
-        opts = ["--block-size", format_size(bs), "--queue-depth", str(qd), "--buffers", str(buf)]
-        opts += [HASHER_FLAGS[knob][0] for knob, on in flags.items() if on]
-        if group.style == "positional":
-            beyond = [knob for knob, on in flags.items() if on and knob not in ARTICLE_FLAGS]
-            if beyond:
-                raise PlanError(f"group {group.name!r}: the positional style cannot express {', '.join(beyond)}")
-            args = [str(bs // 1024), str(qd), str(int(flags["direct"])), str(int(flags["process_in_inner_loop"])),
-                    str(buf), str(int(flags["drain"])), str(int(flags["link"]))]
-            # uring_b3sum takes its arguments as b3sum does: the article's form only after --positional.
-            argv = [prog, *(["--positional"] if group.variant == "uring_b3sum" else []), file, *args]
-            label = f"{group.variant} {' '.join(args)}"
-            extra = "positional"
-        else:
-            argv = [prog, *opts, "--", file]
-            # A group with its own binary is told apart from the built variant by its name.
-            label = f"{group.name if group.path else group.variant} bs={format_size(bs)} qd={qd} buf={buf}"
-            label += "".join(f" {HASHER_FLAGS[knob][1]}" for knob, on in flags.items() if on)
-            extra = ""
-        return Command(label=label + tag, slug="", tool="hasher", variant=group.variant,
-                       argv=tuple(argv), block_size=bs, queue_depth=qd, buffers=buf, **flags,
-                       extra=extra,
-                       trace_argv=tuple([prog, *opts, "--trace", TRACE, "--", file]) if group.trace else None,
-                       **common)
+        return _hasher_command(config, group, knobs, common, tag)
     tool = group.kind
     exe = str(find_tool(tool) or tool)
     if tool == "cat":
@@ -256,10 +278,7 @@ def build_plan(config: Config, files: list[FileSpec]) -> Plan:
                 while slug in slugs:
                     slug, n = f"{base}-{n}", n + 1
                 slugs.add(slug)
-                fields = {**asdict(c), "slug": slug}
-                if not config.run.trace:
-                    fields["trace_argv"] = None
-                commands.append(Command(**fields))
+                commands.append(dataclasses.replace(c, slug=slug, trace_argv=c.trace_argv if config.run.trace else None))
     empty = [g for g in config.groups if not _expand_grid(g)]
     if config.groups and len(empty) == len(config.groups):
         raise PlanError(f"{config.path}: the exclude/constraints rules leave no command to run")
@@ -276,7 +295,8 @@ def build_plan(config: Config, files: list[FileSpec]) -> Plan:
 def _threads_used(c: Command, cores: int) -> int:
     if c.tool == "b3sum":
         return c.num_threads or cores
-    if c.tool == "hasher" and "multithread" in c.variant:
+    registered = registered_variant(c.variant) if c.tool == "hasher" else None
+    if registered and registered.parallel:
         return cores
     return 1
 

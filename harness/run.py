@@ -39,10 +39,10 @@ from harness import cache as cachemod
 from harness import results as res
 from harness import counters, sysinfo, system, verdict
 from harness import state as statemod
-from harness.config import (HASHER_FLAGS, REPO_ROOT, Config, ConfigError, load_config,  # noqa: F401 (re-export)
-                            with_baseline_build)
+from harness.config import REPO_ROOT, Config, ConfigError, load_config, with_baseline_build  # noqa: F401 (re-export)
 from harness.files import ensure_file, resolve_files  # noqa: F401 (re-export)
 from harness.fio import FioError, parse_fio_file
+from harness.knobs import KnobsError, load_knobs
 from harness.plan import TRACE, Command, FileSpec, Plan, build_plan, estimate, find_tool, format_duration
 from harness.probe import HasherRejects, check_hashers
 from harness.proc import run_group
@@ -293,6 +293,17 @@ def _raw_base(state: RunState, rnd: int, position: int, cmd: Command) -> str:
     return f"r{rnd:03d}-{cmd.slug}" + (f".{k + 1}" if k else "")
 
 
+def _knob_columns(plan: Plan) -> list[str]:
+    """runs.csv's hasher knob columns: the plan's hashers', else the built table's, else none."""
+    hasher = next((c for c in plan.commands if c.tool == "hasher"), None)
+    if hasher:
+        return list(hasher.knobs)
+    try:
+        return list(load_knobs().own)
+    except KnobsError:
+        return []  # baselines only, and no hasher built to describe its knobs
+
+
 def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRecord:
     raw = state.run_dir / "raw"
     base = _raw_base(state, rnd, position, cmd)
@@ -311,8 +322,8 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
     rc, _out, err = run_group(argv, timeout)
     rec = res.RunRecord(
         label=cmd.label, tool=cmd.tool, variant=cmd.variant, group=cmd.group,
-        block_size=cmd.block_size, queue_depth=cmd.queue_depth, buffers=cmd.buffers,
-        **{knob: getattr(cmd, knob) for knob in HASHER_FLAGS},
+        block_size=cmd.block_size, queue_depth=cmd.queue_depth, buffers=cmd.buffers, direct=cmd.direct,
+        knobs=dict(cmd.knobs),
         num_threads=cmd.num_threads, mmap=cmd.mmap, extra=cmd.extra,
         file=cmd.file, file_size=cmd.file_size, cache=cache, round=rnd, position=position,
         wall_s=None, user_s=None, sys_s=None, bytes=cmd.file_size, throughput_Bps=None,
@@ -660,7 +671,7 @@ def _measure(state: RunState, stream: TextIO, ending: EndingSignals) -> int:
                 row = traced_run(state, c, progress)
                 check_space(run_dir)  # filled meanwhile: the trace may be cut short, trace it again on resume
                 _append_csv_row(trace_index, TRACE_INDEX_COLUMNS, row)
-            with res.RunsWriter(runs_csv) as writer:
+            with res.RunsWriter(runs_csv, _knob_columns(state.plan)) as writer:
                 for rnd, pos in todo:
                     cmd = by_label[state.orders[rnd - 1][pos]]
                     ending.check()
