@@ -23,10 +23,10 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from analysis.load import Run, command_stats, load_trace, speed_limit, succeeded  # noqa: E402
 from harness import verdict  # noqa: E402
 from harness.units import format_size  # noqa: E402
+from harness.variants import VARIANT_LIST  # noqa: E402
 
 GB = 1e9
-HASHER_COLOURS = {"liburing_b3sum_singlethread": "#1f77b4", "liburing_b3sum_multithread": "#2ca02c",
-                  "b3sum_pread": "#9467bd"}
+HASHER_COLOURS = {v.name: v.colour for v in VARIANT_LIST}
 BASELINE_COLOURS = {"fio": "#d62728", "cat": "#7f7f7f", "dd": "#8c564b", "b3sum": "#ff7f0e",
                     "xxhsum": "#e377c2"}
 FALLBACK_COLOURS = ["#17becf", "#bcbd22", "#393b79", "#637939", "#843c39"]

@@ -61,7 +61,10 @@ def _add_file_args(p: argparse.ArgumentParser) -> None:
 
 
 def make_parser() -> argparse.ArgumentParser:
+    from harness import __version__
+
     ap = _Parser(prog="ringsum", description="Benchmark io_uring BLAKE3 file hashers.")
+    ap.add_argument("--version", action="version", version=f"ringsum {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="expand a config, run it, write a run directory")
     r.add_argument("config", nargs="?", help="config TOML (optional with --resume)")
@@ -79,6 +82,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("config")
     _add_file_args(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    k = sub.add_parser("knobs", help="the hashers' knobs as they describe themselves (docs/knobs.md)")
+    k.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
+    k.add_argument("--json", action="store_true", help="as JSON instead of a Markdown table")
     s = sub.add_parser("sysinfo", help="print the machine fingerprint and tool versions")
     s.add_argument("--file", metavar="PATH", help="describe the filesystem and device of this file")
     from analysis.cli import add_report_parser
@@ -356,10 +362,24 @@ def _cmd_tune(a: argparse.Namespace) -> int:
         return 2
 
 
+def _cmd_knobs(a: argparse.Namespace) -> int:
+    import dataclasses
+
+    from harness.knobs import load_knobs, markdown_table
+
+    table = load_knobs(a.bin_dir)
+    if a.json:
+        print(json.dumps([dataclasses.asdict(k) for k in table], indent=2))
+    else:
+        print(markdown_table(table), end="")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from harness.cache import CacheError
     from harness.check import CheckError
     from harness.files import FileError
+    from harness.knobs import KnobsError
     from harness.run import SetupError
     from harness.state import StateError
 
@@ -373,11 +393,13 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_plan(a)
         if a.cmd == "sysinfo":
             return _cmd_sysinfo(a)
+        if a.cmd == "knobs":
+            return _cmd_knobs(a)
         if a.cmd == "report":
             from analysis.cli import run_report
             return run_report(a)
         return _cmd_run(a)
-    except (ConfigError, PlanError, SetupError, CheckError, FileError, StateError) as e:
+    except (ConfigError, PlanError, SetupError, CheckError, FileError, StateError, KnobsError) as e:
         print(f"ringsum: {e}", file=sys.stderr)
         return 2
     except CacheError as e:

@@ -42,6 +42,7 @@ class Knob:
     needs: str
     help: str
     variants: tuple[str, ...]  # the variants that act on it
+    variant_defaults: tuple[tuple[str, Any], ...] = ()  # variants whose own default differs
 
     @property
     def is_flag(self) -> bool:
@@ -112,9 +113,12 @@ def _load(bin_dir: Path) -> KnobTable:
     knobs = []
     for i, row in enumerate(first):
         users = tuple(v for v, data in described.items() if data["knobs"][i]["used"])
+        own = tuple((v, data["knobs"][i]["variant_default"]) for v, data in described.items()
+                    if data["knobs"][i]["variant_default"] != row["default"])
         knobs.append(Knob(name=row["name"], option=row["option"], short=row["short"], type=row["type"],
                           default=row["default"], min=row["min"], max=row["max"], label=row["label"],
-                          positional=row["positional"], needs=row["needs"], help=row["help"], variants=users))
+                          positional=row["positional"], needs=row["needs"], help=row["help"], variants=users,
+                          variant_defaults=own))
     return KnobTable(tuple(knobs))
 
 
@@ -124,11 +128,21 @@ def load_knobs(bin_dir: str | Path | None = None) -> KnobTable:
     return _load(Path(bin_dir).absolute() if bin_dir else default_bin_dir())
 
 
+def _shown(k: Knob, value: Any) -> str:
+    if k.is_flag:
+        return "on" if value else "off"
+    return format_size(value) if k.type == "size" else str(value)
+
+
 def markdown_table(table: KnobTable) -> str:
-    """The README's knob table."""
-    lines = ["| config key | option | default | variants | what it does |", "|---|---|---|---|---|"]
+    """docs/knobs.md's table (`ringsum knobs`): a row per knob, as the hashers describe it."""
+    lines = ["# The hashers' knobs", "",
+             "<!-- Generated from hashers/knobs.h by `ringsum knobs > docs/knobs.md`; tests check it is current. -->",
+             "", "Each is a hasher option and a `[[hashers]]` config key (a value or a list to sweep), and a",
+             "runs.csv column. Variants that do not use a knob check it, then ignore it.", "",
+             "| config key | option | default | variants | what it does |", "|---|---|---|---|---|"]
     for k in table:
-        default = "off" if k.is_flag else format_size(k.default) if k.type == "size" else str(k.default)
+        default = "; ".join([_shown(k, k.default), *(f"{v} {_shown(k, d)}" for v, d in k.variant_defaults)])
         users = "all" if set(k.variants) == set(VARIANTS) else ", ".join(k.variants)
         help_text = k.help.replace("\n", "; ").replace("|", "\\|")
         lines.append(f"| `{k.name}` | `{k.option}` | {default} | {users} | {help_text} |")

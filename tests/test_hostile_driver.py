@@ -462,7 +462,7 @@ def test_a_plan_over_an_hour_needs_yes(tmp_path: Path):
 
 def fake_run(path: Path, labels: dict[str, str]) -> Path:
     """A finished run directory with 5 rounds of each label (label -> tool)."""
-        from harness.results import RunRecord
+    from harness.results import RunRecord
 
     path.mkdir(parents=True)
     with RunsWriter(path / "runs.csv") as w:
