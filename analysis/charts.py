@@ -374,7 +374,7 @@ def chart_limit_ratio(run: Run, file_size: int | None = None) -> Figure | Skip:
     stats, size = hasher_stats(run, file_size)
     limit = speed_limit(run, size)
     if not limit:
-        return Skip("no speed limit (no successful read-only command: cat, dd, fio)")
+        return Skip("no speed limit (no successful read-only command: cat, dd, fio or a reads_only [[commands]] entry)")
     hashers = stats[(stats["tool"] == "hasher")].sort_values("limit_ratio", ascending=False,
                                                               na_position="first")
     if not len(hashers):

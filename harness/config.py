@@ -41,6 +41,13 @@ Schema (all keys optional unless noted)::
     exclude = [{ direct = false, block_size = "2M" }]    # drop combinations matching all keys
     constraints = ["block_size * buffers <= 64M"]        # keep only combinations satisfying all
 
+    [[commands]]               # any program as a baseline (no Python change); one group per table
+    name = "sha"               # required: group name
+    argv = ["sha{bits}sum", "{file}"]   # required: {file} the test file, {PARAM} from params
+    params = { bits = [1, 256] }        # optional: one command per combination (hyperfine's -L)
+    reads_only = true          # a plain reader: it counts for the speed limit
+    blake3 = true              # prints the file's BLAKE3 hash as b3sum does: checked like b3sum's
+
     [baselines]                # each value: true, a table, or a list of tables
     cat = true
     dd = { bs = ["64K", "2M"], direct = [false, true] }
@@ -64,7 +71,9 @@ from harness.knobs import KnobsError, KnobTable, load_knobs
 from harness.units import parse_size
 from harness.variants import REPO_ROOT, VARIANTS
 BASELINE_TOOLS = ("cat", "dd", "b3sum", "xxhsum", "fio")
-READ_TOOLS = ("cat", "dd", "fio")  # read the file and nothing else: the speed limit is the fastest of them
+# read the file and nothing else: the speed limit is the fastest of them ("reader": a [[commands]]
+# entry with reads_only = true)
+READ_TOOLS = ("cat", "dd", "fio", "reader")
 # The `limit` group every config gets unless `[baselines] limit = false`: enough read-only commands
 # to find the fastest plain read of the file (cat's read-ahead, small and large buffered reads,
 # io_uring reads buffered and O_DIRECT, shallow with the article's best and deep). Commands the
@@ -228,6 +237,9 @@ class Group:
     style: str = "options"  # hasher argv style: "options" or "positional"
     trace: bool = True  # hashers: one extra untimed --trace run per configuration
     key: str = ""  # where it came from in the file, for messages
+    argv: tuple[str, ...] = ()  # [[commands]]: the program and its words, {file} and {param} placeholders
+    reads_only: bool = False  # [[commands]]: a plain reader, one of the speed limit's
+    blake3: bool = False  # [[commands]]: prints the file's BLAKE3 hash as b3sum does; checked
 
 
 @dataclass(frozen=True)
@@ -287,6 +299,7 @@ class Config:
                 "grid": {k: [conv(x) for x in v] for k, v in g.grid.items()},
                 "exclude": [{k: [conv(x) for x in v] for k, v in e.items()} for e in g.exclude],
                 "constraints": [c.text for c in g.constraints],
+                **({"argv": list(g.argv), "reads_only": g.reads_only, "blake3": g.blake3} if g.kind == "command" else {}),
             }
 
         return {
@@ -453,6 +466,43 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
                  constraints=constraints, path=path, style=style, trace=trace, key=key)
 
 
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+FILE_PLACEHOLDER = "file"
+
+
+def _param(v: Any) -> str | int:
+    if isinstance(v, bool) or not isinstance(v, (str, int)):
+        raise ValueError(f"expected a string or an integer, got {_show(v)}")
+    return v
+
+
+def _parse_commands(ctx: _Ctx, table: dict[str, Any], key: str) -> Group:
+    """[[commands]]: any program as a baseline, its argv with {file} and {PARAM} placeholders, each
+    PARAM a value or a list (one command per combination, as hyperfine's -L)."""
+    ctx.check_keys(table, key, {"name", "argv", "params", "reads_only", "blake3"})
+    name = table.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ctx.err(f"{key}.name", f"expected a non-empty string, got {_show(name)}" if name is not None else "missing")
+    argv = table.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
+        raise ctx.err(f"{key}.argv", f'expected a non-empty list of words like ["sha256sum", "{{file}}"], got {_show(argv)}')
+    params = ctx.table(table.get("params", {}), f"{key}.params")
+    grid = {p: ctx.values(v, f"{key}.params.{p}", _param) for p, v in params.items()}
+    used = {m for a in argv for m in PLACEHOLDER.findall(a)}
+    for p in sorted(used - set(grid) - {FILE_PLACEHOLDER}):
+        raise ctx.err(f"{key}.argv", f"{{{p}}} is neither {{file}} nor one of params ({', '.join(grid) or 'none'})")
+    for p in sorted(set(grid) - used):
+        raise ctx.err(f"{key}.params.{p}", f"not used in argv (put {{{p}}} in a word)")
+    if FILE_PLACEHOLDER not in used:
+        raise ctx.err(f"{key}.argv", "no {file}: the command must read the test file")
+    flags = {}
+    for flag in ("reads_only", "blake3"):
+        flags[flag] = table.get(flag, False)
+        if not isinstance(flags[flag], bool):
+            raise ctx.err(f"{key}.{flag}", f"expected true or false, got {_show(flags[flag])}")
+    return Group(kind="command", name=name, variant=name, grid=grid, key=key, argv=tuple(argv), **flags)
+
+
 def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
     allowed = {"rounds", "runs_per_round", "cache", "file", "file_size", "data_dir", "timeout_s",
                "trace", "probes", "probe_cache", "seed", "bin_dir", "resident_tolerance", "nominal"}
@@ -534,7 +584,7 @@ def parse_config(text: str, path: str) -> Config:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ctx.err("", f"invalid TOML: {e}") from None
-    ctx.check_keys(raw, "", {"run", "hashers", "baselines"})
+    ctx.check_keys(raw, "", {"run", "hashers", "commands", "baselines"})
 
     run = _parse_run(ctx, ctx.table(raw.get("run", {}), "run"))
 
@@ -545,6 +595,11 @@ def parse_config(text: str, path: str) -> Config:
     for i, h in enumerate(hashers):
         key = f"hashers[{i}]"
         groups.append(_parse_group(ctx, "hasher", ctx.table(h, key), key, ""))
+
+    commands = raw.get("commands", [])
+    if not isinstance(commands, list):
+        raise ctx.err("commands", "expected an array of tables ([[commands]])")
+    groups += [_parse_commands(ctx, ctx.table(t, f"commands[{i}]"), f"commands[{i}]") for i, t in enumerate(commands)]
 
     baselines = ctx.table(raw.get("baselines", {}), "baselines")
     ctx.check_keys(baselines, "baselines", {*BASELINE_TOOLS, "limit"})

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness.config import REPO_ROOT, XXH_ALGOS, Buffers, Config, Group
+from harness.config import FILE_PLACEHOLDER, PLACEHOLDER, REPO_ROOT, XXH_ALGOS, Buffers, Config, Group
 from harness.knobs import Knob, load_knobs
 from harness.units import format_size
 from harness.variants import variant as registered_variant
@@ -22,6 +22,7 @@ TRACE = "{TRACE}"  # the word after a hasher's --trace, replaced by the trace fi
 # and laid out): the run hands it a path of its own making that names the test file (see run.py).
 FIO_FILE = "{FIO_FILE}"
 HASHING_TOOLS = ("hasher", "b3sum")  # tools whose stdout is b3sum-format and is checked
+READER, COMMAND = "reader", "command"  # the tool of a [[commands]] entry: a plain reader, or any other
 BLAKE3_GROUP = "blake3-in-memory"
 
 
@@ -56,6 +57,7 @@ class Command:
     mmap: bool | None = None
     extra: str = ""
     trace_argv: tuple[str, ...] | None = None  # hashers: argv with `--trace {TRACE}`
+    blake3: bool = False  # a [[commands]] entry that prints the BLAKE3 hash as b3sum does
 
     def knob_values(self) -> dict[str, Any]:
         """A hasher's every knob by name, in the table's order (the shared ones first)."""
@@ -64,7 +66,7 @@ class Command:
 
     @property
     def hashes(self) -> bool:
-        return self.tool in HASHING_TOOLS
+        return self.tool in HASHING_TOOLS or self.blake3
 
     def argv_with(self, fio_json: str, fio_file: str) -> list[str]:
         """Only fio's own option words change: a test file named like a placeholder stays as it is."""
@@ -190,12 +192,26 @@ def _hasher_command(config: Config, group: Group, knobs: dict[str, Any], common:
                    **common)
 
 
+def _custom_command(group: Group, params: dict[str, Any], common: dict[str, Any], tag: str) -> Command:
+    """A [[commands]] entry: its argv with the placeholders filled, the program found as tools are."""
+    values = {**{k: str(v) for k, v in params.items()}, FILE_PLACEHOLDER: common["file"]}
+    argv = [PLACEHOLDER.sub(lambda m: values[m.group(1)], word) for word in group.argv]
+    if "/" not in argv[0]:
+        argv[0] = str(find_tool(argv[0]) or argv[0])
+    label = " ".join([group.name, *(f"{k}={v}" for k, v in params.items())])
+    return Command(label=label + tag, slug="", tool=READER if group.reads_only else COMMAND, variant=group.name,
+                   argv=tuple(argv), blake3=group.blake3, extra=" ".join(f"{k}={v}" for k, v in params.items()),
+                   **common)
+
+
 def _commands_for(config: Config, group: Group, knobs: dict[str, Any], f: FileSpec,
                   tag: str) -> Command:
     file = f.path
     common: dict[str, Any] = dict(group=group.name, file=file, file_size=f.size)
     if group.kind == "hasher":
         return _hasher_command(config, group, knobs, common, tag)
+    if group.kind == "command":
+        return _custom_command(group, knobs, common, tag)
     tool = group.kind
     exe = str(find_tool(tool) or tool)
     if tool == "cat":

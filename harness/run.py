@@ -43,7 +43,7 @@ from harness.config import REPO_ROOT, Config, ConfigError, load_config, with_bas
 from harness.files import ensure_file, resolve_files  # noqa: F401 (re-export)
 from harness.fio import FioError, parse_fio_file
 from harness.knobs import KnobsError, load_knobs
-from harness.plan import TRACE, Command, FileSpec, Plan, build_plan, estimate, find_tool, format_duration
+from harness.plan import COMMAND, READER, TRACE, Command, FileSpec, Plan, build_plan, estimate, find_tool, format_duration
 from harness.probe import HasherRejects, check_hashers
 from harness.proc import run_group
 from harness import signals
@@ -110,7 +110,7 @@ def iso(t: dt.datetime) -> str:
 
 def required_tools(plan: Plan) -> dict[str, str]:
     """name -> executable for every tool the plan needs (hyperfine and b3sum always)."""
-    need = {"hyperfine", "b3sum"} | {c.tool for c in plan.commands if c.tool != "hasher"}
+    need = {"hyperfine", "b3sum"} | {c.tool for c in plan.commands if c.tool not in ("hasher", READER, COMMAND)}
     out = {}
     for name in sorted(need):
         p = find_tool(name)
@@ -127,6 +127,9 @@ def check_binaries(plan: Plan) -> None:
         if c.tool == "hasher" and not (exe.is_file() and os.access(exe, os.X_OK)):
             raise SetupError(f"hasher binary {exe} not found or not executable; run `make` "
                              "(or set RINGSUM_BIN_DIR / --bin-dir / path = ...)")
+        if c.tool in (READER, COMMAND) and not (exe.is_file() and os.access(exe, os.X_OK)):
+            raise SetupError(f"group {c.group}: {exe} not found or not executable (argv[0] is looked up "
+                             "in .tools/bin, then on PATH)")
         if c.tool != "hasher" and not (exe.is_file() and os.access(exe, os.X_OK)):
             raise SetupError(f"{c.tool} not found ({exe}); run `make deps`")
 
