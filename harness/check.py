@@ -4,11 +4,12 @@ Pipeline: load both run directories -> align commands by label -> normalise -> b
 ratio of medians -> verdicts -> text table, Markdown, JUnit XML.
 
 Figures:
-  paired  A/B in one run (`--against BIN_DIR`): the median over rounds of the command's time
-        divided by its baseline build's time in the same round; the two share every round, so
-        the drift of a shared VM cancels. The primary figure whenever the run has it; its
-        interval is harness.stats' order-statistic one, as every other paired ratio ringsum
-        prints (fewer rounds than the confidence needs: "too few runs").
+  paired  A/B in one run (`--against BIN_DIR`): the command's time divided by its baseline
+        build's time in the same round, summed up over rounds by the Hodges-Lehmann centre with
+        its signed-rank interval (harness.stats.paired_shift: the two builds are exchangeable in
+        shuffled rounds, so the log-ratios are symmetric and the interval is sharper than a
+        median's); the two share every round, so the drift of a shared VM cancels. The primary
+        figure whenever the run has it (fewer rounds than the confidence needs: "too few runs").
 Across two runs, each a ratio of medians over a command's executions:
   cat   median wall time / median wall time of `cat FILE` in the same rounds (the rounds are
         shuffled and interleaved, so a slow stretch of the disk hits both); the primary figure,
@@ -61,6 +62,7 @@ MIN_RUNS = 3  # ok executions per command on each side
 FIGURES = ("paired", "cat", "fio", "raw")  # in order of preference for the verdict
 REFERENCE_TOOLS = ("cat", "fio")
 POOLED = "all hashers, pooled"
+MIN_LOG_SCALE = 1e-3  # a command's per-round noise is never taken as below 0.1% (weights stay finite)
 INSTRUCTIONS_JSON = "instructions.json"
 DEFAULT_INSTRUCTION_TOLERANCE = 0.01
 INSTRUCTION_FILE_SIZE = 64 << 20
@@ -296,12 +298,13 @@ def _by_key(sample: Sample) -> dict[tuple[str, int], float]:
 
 
 def paired_ratio(baseline: Sample, current: Sample, confidence: float) -> tuple[float, float, stats.Estimate]:
-    """(median baseline time, median current time, the ratio current/baseline of each round in
-    which both ran: its median with the order-statistic interval of harness.stats). Rounds are
-    the unit: a spike moves one ratio, not the median."""
+    """(median baseline time, median current time, the ratio current/baseline of the rounds in
+    which both ran: the Hodges-Lehmann centre of the per-round ratios with its signed-rank
+    interval, harness.stats.paired_shift; two builds of one program in shuffled rounds are
+    exchangeable, which that interval needs). Rounds are the unit: a spike moves one ratio."""
     b, c = _by_key(baseline), _by_key(current)
     keys = [k for k in c if k in b]
-    ratio = stats.paired_ratio([c[k] for k in keys], [b[k] for k in keys], confidence)
+    ratio = stats.paired_shift([c[k] for k in keys], [b[k] for k in keys], confidence)
     if not keys:
         return math.nan, math.nan, ratio
     return float(np.median([b[k] for k in keys])), float(np.median([c[k] for k in keys])), ratio
@@ -406,17 +409,24 @@ def compare(baseline: RunData, current: RunData, settings: Settings) -> Report:
 
 def compare_pooled(comparisons: list[Comparison], baseline: RunData, current: RunData,
                    settings: Settings) -> Comparison:
-    """All judged hashers at once: per round, the geometric mean of their current/baseline
-    ratios, then the median over rounds and its interval. A change in shared code moves every
-    command; pooling k commands cuts the noise of a round's figure by about sqrt(k)."""
+    """All judged hashers at once: per round, a weighted mean of their log current/baseline
+    ratios, then the paired shift over rounds (as for one command). A change in shared code
+    moves every command; pooling cuts the noise of a round's figure. Each command weighs
+    1/s^2, s the median |log ratio| of its rounds: a command timed through a noisy disk (O_DIRECT
+    read hot) then hardly dilutes the quiet ones. s ignores the signs, so with nothing changed
+    the pooled log ratios stay symmetric, as the signed-rank interval needs."""
     labels = [c.label for c in comparisons if "paired" in c.estimates and c.tool not in REFERENCE_TOOLS]
     per_label = []
     for label in labels:
         b, c = _by_key(baseline.samples[label]["raw"]), _by_key(current.samples[label]["raw"])
         per_label.append({k: c[k] / b[k] for k in c if k in b})
     rounds = sorted(set.intersection(*(set(r) for r in per_label)))
-    pooled = [math.exp(float(np.mean([math.log(r[k]) for r in per_label]))) for k in rounds]
-    ratio = stats.median_interval(pooled, settings.confidence)
+    logs = np.log(np.array([[r[k] for k in rounds] for r in per_label]))  # command x round
+    pooled = np.array([])
+    if rounds:
+        weights = 1 / np.maximum(np.median(np.abs(logs), axis=1), MIN_LOG_SCALE) ** 2
+        pooled = weights @ logs / weights.sum()
+    ratio = stats.log_shift(pooled, settings.confidence)
     cmp = Comparison(label=f"{POOLED} ({len(labels)} hashers)", tool=POOLED, verdict=NO_CHANGE,
                      baseline_n=len(rounds), current_n=len(rounds), primary="paired")
     cmp.estimates["paired"] = Estimate("paired", math.nan, math.nan, ratio.median, ratio.low, ratio.high)
@@ -589,7 +599,7 @@ def _header_lines(report: Report) -> list[str]:
         f"baseline: {report.baseline.path} (fingerprint {report.baseline.fingerprint_id})",
         f"current:  {report.current.path} (fingerprint {report.current.fingerprint_id})",
         f"figure for the verdict: first of paired, ÷cat, ÷fio, raw available; threshold ±{s.threshold * 100:g}%, "
-        f"{s.confidence * 100:g}% interval: order statistics of the per-round ratios (paired), or a bootstrap "
+        f"{s.confidence * 100:g}% interval: Hodges-Lehmann and signed ranks of the per-round ratios (paired), or a bootstrap "
         f"of the ratio of medians ({s.resamples} resamples, seed {s.seed})",
     ]
 

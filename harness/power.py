@@ -1,7 +1,7 @@
 """Measure the regression check: how often it catches injected regressions, how often it cries wolf.
 
     python -m harness.power [--repeats 20] [--rounds N] [--conditions a,b] [--out DIR]   (make check-power)
-    python -m harness.power --analyse build/power/runs [--threshold 3% --confidence 99%]
+    python -m harness.power --analyse build/power/runs [--threshold 3% --confidence 99%] [--resampled N]
 
 Builds, from the faults build (build/faults/bin), one directory per condition: a copy of the
 binaries with a `ringsum-faults` file beside them (hashers/ring.c reads it):
@@ -22,6 +22,7 @@ per condition. The run directories are kept: `--analyse` judges them again with 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -30,6 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
 from typing import Any
+
+import numpy as np
 
 from harness import check
 from harness.config import REPO_ROOT, load_config
@@ -107,19 +110,25 @@ class Verdict:
     counters: list[str] = field(default_factory=list)  # "command: counter verdict" out of tolerance
 
 
-def judge(run_dir: Path, settings: check.Settings) -> list[Verdict]:
+def halves(run_dir: Path) -> dict[str, check.RunData]:
+    """condition -> its commands in the run (labels without the condition's prefix)."""
     run = check.load_run(run_dir)
 
     def half(name: str) -> check.RunData:
         prefix = f"{name}/"
         return check.select(run, lambda lbl: lbl[len(prefix):] if lbl.startswith(prefix) else None)
 
-    base = half("baseline")
+    return {name: half(name) for name in CONDITIONS if any(str(lbl).startswith(f"{name}/") for lbl in run.samples)}
+
+
+def judge(run_dir: Path, settings: check.Settings) -> list[Verdict]:
+    by_condition = halves(run_dir)
+    base = by_condition["baseline"]
     out = []
-    for name in CONDITIONS:
-        if name == "baseline" or not any(str(lbl).startswith(f"{name}/") for lbl in run.samples):
+    for name, current in by_condition.items():
+        if name == "baseline":
             continue
-        report = check.compare(base, half(name), settings)
+        report = check.compare(base, current, settings)
         v = Verdict(name, str(run_dir), report.exit_code)
         for c in report.comparisons:
             e = c.estimates.get("paired")
@@ -131,6 +140,59 @@ def judge(run_dir: Path, settings: check.Settings) -> list[Verdict]:
         v.counters = [f"{c.label}: {c.counter} {c.verdict}" for c in report.counters if c.verdict != "no change"]
         out.append(v)
     return out
+
+
+def _resampled(half: check.RunData, picks: list[tuple[int, int]], runs: list[dict[str, check.RunData]],
+               name: str, counters_from: int) -> check.RunData:
+    """A condition's half of a made-up run: its rounds `picks` ((run, round) pairs, renumbered
+    1..n) taken from the real runs, its behaviour counters those of one real run."""
+    samples = {}
+    for label in half.samples:
+        times = []
+        for rnd, (i, r) in enumerate(picks, 1):
+            s = runs[i][name].samples[label]["raw"]
+            times += [(rnd, t) for (_f, k), t in zip(s.keys, s.time) if k == r]
+        t = np.array([x for _, x in times])
+        none = check.Sample(np.array([]), np.array([]))  # no cat or fio: the paired figure decides
+        samples[label] = {"raw": check.Sample(t, np.ones_like(t), [("resampled", k) for k, _ in times]),
+                          "cat": none, "fio": none}
+    real = runs[counters_from][name]
+    return dataclasses.replace(half, path=Path("resampled"), samples=samples, counters=real.counters,
+                               failures=real.failures)
+
+
+def resampled_checks(run_dirs: list[Path], count: int, rounds: int | None, settings: check.Settings,
+                     seed: int = 20261123) -> dict[str, list[int]]:
+    """condition -> exit codes of `count` made-up checks, each `rounds` rounds drawn at random
+    (with replacement) from all the runs' rounds, judged by check.compare like a real check.
+    Far more checks than there is time to run, for rates near 0 or 1; they reuse the same
+    rounds, so they estimate the rate, they do not replace measuring it."""
+    runs = [halves(d) for d in run_dirs]
+    keys = [(i, r) for i, h in enumerate(runs)
+            for r in sorted({k for s in h["baseline"].samples.values() for _f, k in s["raw"].keys})]
+    n = rounds or len(keys) // len(runs)
+    rng = np.random.default_rng(seed)
+    # the paired figure decides; the bootstrapped raw figure beside it is only shown: keep it cheap
+    settings = dataclasses.replace(settings, resamples=10)
+    out: dict[str, list[int]] = {}
+    for _ in range(count):
+        picks = [keys[j] for j in rng.integers(0, len(keys), n)]
+        source = int(rng.integers(0, len(runs)))
+        base = _resampled(runs[0]["baseline"], picks, runs, "baseline", source)
+        for name in runs[0]:
+            if name != "baseline":
+                cur = _resampled(runs[0][name], picks, runs, name, source)
+                out.setdefault(name, []).append(check.compare(base, cur, settings).exit_code)
+    return out
+
+
+def resampled_table(codes: dict[str, list[int]], rounds: int) -> str:
+    lines = [f"Resampled checks ({rounds} rounds each, drawn with replacement from all runs' rounds):", "",
+             "| condition | resampled checks | caught (exit 1) | rate |", "|---|---:|---:|---:|"]
+    for name, c in codes.items():
+        caught = sum(x == 1 for x in c)
+        lines.append(f"| {name} | {len(c)} | {caught} | {caught / len(c) * 100:.2f}% |")
+    return "\n".join(lines) + "\n"
 
 
 def table(verdicts: list[Verdict], settings: check.Settings) -> str:
@@ -166,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--analyse", type=Path, metavar="RUNS_DIR", help="judge the runs under RUNS_DIR again")
     ap.add_argument("--threshold", type=check.parse_fraction, default=CI_THRESHOLD)
     ap.add_argument("--confidence", type=check.parse_fraction, default=CI_CONFIDENCE)
+    ap.add_argument("--resampled", type=int, default=0, metavar="N",
+                    help="also N made-up checks per condition from the runs' rounds (estimates rare rates)")
     a = ap.parse_args(argv)
     settings = check.Settings(threshold=a.threshold, confidence=a.confidence)
     a.out.mkdir(parents=True, exist_ok=True)
@@ -195,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = [v for d in run_dirs for v in judge(d, settings)]
     (a.out / "verdicts.json").write_text(json.dumps([asdict(v) for v in verdicts], indent=1) + "\n")
     text = table(verdicts, settings)
+    if a.resampled:
+        n = a.rounds or load_config(a.config).run.rounds
+        text += "\n" + resampled_table(resampled_checks(run_dirs, a.resampled, n, settings), n)
     (a.out / "power.md").write_text(text)
     print(text, end="")
     return 0

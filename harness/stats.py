@@ -13,6 +13,13 @@ Paired ratio: commands run once per round in a shuffled order, so round r's time
 share the disk's and the machine's mood of that round. The ratio a_r / b_r per round cancels
 most of that drift; its median and interval say how much faster one is, and an interval that
 contains 1 is a tie.
+
+Paired shift (the regression check's figure): two builds of the same program in shuffled rounds
+are exchangeable when nothing changed, so the log of their per-round ratio is symmetric about its
+centre. Symmetry buys a sharper estimator than the median: the Hodges-Lehmann estimate (the
+median of the pairwise means of the logs) with the exact Wilcoxon signed-rank interval, still
+distribution-free and resampling-free. For normal-like noise its interval is about 20% narrower
+than the median's, i.e. it needs about a third fewer rounds for the same width.
 """
 
 from __future__ import annotations
@@ -77,6 +84,73 @@ def paired_ratio(a: Iterable[float], b: Iterable[float], confidence: float = CON
         raise ValueError(f"paired values need equal lengths, got {a_.shape} and {b_.shape}")
     keep = np.isfinite(a_) & np.isfinite(b_) & (b_ > 0)
     return median_interval(a_[keep] / b_[keep], confidence)
+
+
+def _signed_rank_cdf(n: int) -> np.ndarray:
+    """P(W <= w) for w = 0 .. n(n+1)/2, W the Wilcoxon signed-rank statistic of n values
+    symmetric about zero (each rank counted with probability 1/2, independently)."""
+    p = np.zeros(n * (n + 1) // 2 + 1)
+    p[0] = 1.0
+    for k in range(1, n + 1):
+        p[k:] = (p[k:] + p[:-k]) / 2
+        p[:k] /= 2
+    return np.cumsum(p)
+
+
+def shift_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Estimate:
+    """The Hodges-Lehmann centre of values symmetric about it (the median of the n(n+1)/2 means
+    of pairs, each value with itself included) and the signed-rank interval
+    [w_(k), w_(N+1-k)] of those sorted means, k the largest with coverage 1 - 2 P(W <= k-1) at
+    least the confidence (see the module doc). Exact up to 400 values, then the normal
+    approximation of W."""
+    x = np.asarray([v for v in values], dtype=float)
+    x = x[np.isfinite(x)]
+    n = len(x)
+    if not n:
+        return Estimate(math.nan, math.nan, math.nan, 0, 0.0)
+    i, j = np.triu_indices(n)
+    walsh = np.sort((x[i] + x[j]) / 2)
+    total = len(walsh)
+    if n <= 400:
+        below = _signed_rank_cdf(n)  # below[k-1] = P(W <= k-1)
+        k = 1
+        while k + 1 <= (total + 1) // 2 and 1 - 2 * below[k] >= confidence:
+            k += 1
+        coverage = 1 - 2 * below[k - 1] if k > 1 else 1 - 2 * 0.5 ** n
+    else:
+        mean, sd = total / 2, math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
+        z = _normal_quantile(1 - (1 - confidence) / 2)
+        k = max(1, math.floor(mean - z * sd))
+        coverage = confidence
+    return Estimate(float(np.median(walsh)), float(walsh[k - 1]), float(walsh[total - k]), n, float(coverage))
+
+
+def _normal_quantile(p: float) -> float:
+    """Inverse of the standard normal CDF by bisection (erf is exact enough; no scipy)."""
+    lo, hi = -10.0, 10.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < p:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def paired_shift(a: Iterable[float], b: Iterable[float], confidence: float = CONFIDENCE) -> Estimate:
+    """The ratio a/b of two exchangeable commands measured in the same rounds: exp of the shift
+    interval of log(a[i] / b[i]) over the pairs where both are finite and positive."""
+    a_, b_ = np.asarray(list(a), dtype=float), np.asarray(list(b), dtype=float)
+    if a_.shape != b_.shape:
+        raise ValueError(f"paired values need equal lengths, got {a_.shape} and {b_.shape}")
+    keep = np.isfinite(a_) & np.isfinite(b_) & (a_ > 0) & (b_ > 0)
+    return log_shift(np.log(a_[keep] / b_[keep]), confidence)
+
+
+def log_shift(logs: Iterable[float], confidence: float = CONFIDENCE) -> Estimate:
+    """A ratio from log-ratios: exp of their shift interval."""
+    e = shift_interval(logs, confidence)
+    return Estimate(math.exp(e.median), math.exp(e.low), math.exp(e.high), e.n, e.confidence) if e.n else e
 
 
 def is_tie(ratio: Estimate) -> bool:

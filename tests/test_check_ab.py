@@ -71,6 +71,40 @@ def test_paired_ratio_uses_only_rounds_in_which_both_ran() -> None:
     assert ratio.n == 1
 
 
+def _pooled(base: dict[str, list[float]], cur: dict[str, list[float]]) -> check.Comparison:
+    def run(times: dict[str, list[float]]) -> check.RunData:
+        return check.RunData(path=Path("ab"), fingerprint_id="x", cache="warm", runs=None, failures={},
+                             samples={label: {"raw": _sample(t)} for label, t in times.items()}, ab_half=True)
+
+    judged = [check.Comparison(label, "hasher", check.NO_CHANGE, estimates={"paired": check.Estimate("paired", 1, 1, 1, 1, 1)}) for label in base]
+    return check.compare_pooled(judged, run(base), run(cur), check.Settings(threshold=0.03, confidence=0.99))
+
+
+def test_pooled_figure_weighs_each_command_by_its_noise() -> None:
+    rng = np.random.default_rng(3)
+    n = 60
+    quiet = {f"q{i}": list(0.02 * np.exp(0.05 * rng.standard_normal(n))) for i in range(2)}
+    noisy = list(0.08 * np.exp(0.4 * rng.standard_normal(n)))
+    base = {**quiet, "noisy": noisy}
+    # every command 8% slower, each round with its own noise; the noisy one (40% a round) would
+    # swamp an equal-weight mean, its weight keeps the quiet ones' evidence
+    slow = {label: list(np.array(t) * 1.08 * np.exp((0.4 if label == "noisy" else 0.05) * rng.standard_normal(n)))
+            for label, t in base.items()}
+    pooled = _pooled(base, slow)
+    e = pooled.estimates["paired"]
+    assert pooled.verdict == check.REGRESSION, (e.ratio, e.low, e.high)
+    assert 1.03 < e.low < 1.08 < e.high < 1.13
+    same = {label: list(np.array(t) * np.exp((0.4 if label == "noisy" else 0.05) * rng.standard_normal(n)))
+            for label, t in base.items()}
+    unchanged = _pooled(base, same)
+    assert unchanged.verdict == check.NO_CHANGE
+    assert unchanged.estimates["paired"].low < 1 < unchanged.estimates["paired"].high
+
+
+def test_pooled_figure_without_common_rounds_is_too_few() -> None:
+    assert _pooled({"a": [1.0] * 3}, {"a": []}).verdict == check.TOO_FEW
+
+
 def _ringsum(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=300)

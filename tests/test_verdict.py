@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from harness import stats, verdict
@@ -56,6 +57,49 @@ def test_paired_ratio_drops_missing_rounds_and_is_deterministic():
     assert stats.outcome(ratio) == "tie" and stats.is_tie(ratio)
     with pytest.raises(ValueError, match="equal lengths"):
         stats.paired_ratio([1.0], [1.0, 2.0])
+
+
+def test_signed_rank_distribution_is_the_exact_one():
+    from itertools import product
+
+    for n in (1, 4, 7):
+        sums = [sum(r for r, s in zip(range(1, n + 1), signs) if s) for signs in product((0, 1), repeat=n)]
+        exact = [sum(x <= w for x in sums) / 2 ** n for w in range(n * (n + 1) // 2 + 1)]
+        assert stats._signed_rank_cdf(n) == pytest.approx(exact)
+
+
+def test_shift_interval_is_hodges_lehmann_with_the_signed_rank_interval():
+    three = stats.shift_interval([1.0, 2.0, 3.0])
+    assert three.median == 2.0 and (three.low, three.high) == (1.0, 3.0)  # 3 values: min-max, 75%
+    assert three.confidence == pytest.approx(0.75)
+    eight = stats.shift_interval([0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 100.0], 0.99)
+    assert (eight.low, eight.high) == (0.0, 100.0) and eight.confidence == pytest.approx(1 - 2 / 256)
+    assert eight.median == 3.5  # one wild value moves it as little as a median
+    ten = stats.shift_interval(range(10), 0.95)  # P(W <= 8) = 25/1024 for n = 10
+    assert ten.confidence == pytest.approx(1 - 2 * 25 / 1024)
+    i, j = [a for a in range(10) for b in range(a, 10)], [b for a in range(10) for b in range(a, 10)]
+    walsh = sorted((a + b) / 2 for a, b in zip(i, j))
+    assert (ten.low, ten.high) == (walsh[8], walsh[-9])
+    assert stats.shift_interval([]).n == 0
+
+
+def test_shift_interval_is_narrower_than_the_median_interval_and_still_covers():
+    rng = np.random.default_rng(7)
+    narrower, covered = 0, 0
+    for _ in range(400):
+        x = 0.1 * rng.standard_normal(60)
+        shift, med = stats.shift_interval(x, 0.95), stats.median_interval(x, 0.95)
+        narrower += shift.high - shift.low < med.high - med.low
+        covered += shift.low <= 0.0 <= shift.high
+    assert narrower > 300
+    assert 0.92 <= covered / 400 <= 0.99
+
+
+def test_paired_shift_is_a_ratio_of_the_pairs():
+    ratio = stats.paired_shift([2.2, 1.1, 3.3, math.nan, 4.4], [2.0, 1.0, 3.0, 1.0, 0.0])
+    assert ratio.n == 3 and ratio.median == pytest.approx(1.1) and ratio.low == pytest.approx(1.1)
+    with pytest.raises(ValueError, match="equal lengths"):
+        stats.paired_shift([1.0], [1.0, 2.0])
 
 
 # --- the speed limit ---

@@ -1,0 +1,53 @@
+"""`make check-power` in small (harness/power.py): real builds with injected faults, one real run of
+them in shuffled rounds, each condition judged by the check's own code, then made-up checks
+resampled from the run's rounds. The queue depth forced to 1 is caught by the counters in every
+check, real or resampled; an identical build is not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MODE = "cold" if os.geteuid() == 0 else "warm"
+
+CONFIG = """
+[run]
+rounds = 3
+cache = "warm"
+probe_cache = "@MODE@"
+probes = 3
+file = "@FILE@"
+timeout_s = 30
+
+[[hashers]]
+variant = "liburing_b3sum_singlethread"
+block_size = "128K"
+queue_depth = 8
+
+[baselines]
+limit = false
+"""
+
+
+def test_power_study_catches_depth1_and_not_an_identical_build(tmp_path: Path) -> None:
+    data = tmp_path / "data.bin"
+    data.write_bytes(os.urandom(8 << 20))
+    config = tmp_path / "power.toml"
+    config.write_text(CONFIG.replace("@MODE@", MODE).replace("@FILE@", str(data)))
+    env = {k: v for k, v in os.environ.items() if k != "RINGSUM_FAULTS"}
+    out = tmp_path / "power"
+    r = subprocess.run([sys.executable, "-m", "harness.power", "--config", str(config), "--repeats", "1",
+                        "--conditions", "unchanged,depth1", "--resampled", "4", "--out", str(out)],
+                       cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    real, resampled = (out / "power.md").read_text().split("Resampled checks")
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in real.splitlines() if line.startswith("| ")}
+    # real checks: condition -> checks, caught, by wall time pooled, any command, by counters, ...
+    assert rows["unchanged"][:2] == ["1", "0"], rows
+    assert rows["depth1"][:2] == ["1", "1"] and rows["depth1"][4] == "1", rows
+    made_up = [line for line in resampled.splitlines() if line.startswith(("| depth1 ", "| unchanged "))]
+    assert made_up == ["| unchanged | 4 | 0 | 0.00% |", "| depth1 | 4 | 4 | 100.00% |"], resampled
