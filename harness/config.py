@@ -68,12 +68,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.knobs import KnobsError, KnobTable, load_knobs
+from harness.tools import READ_TOOLS, TOOLS  # noqa: F401 (READ_TOOLS: re-export)
 from harness.units import parse_size
+from harness.values import Buffers, Parser, boolean, buffers, posint, show, size
 from harness.variants import REPO_ROOT, VARIANTS
-BASELINE_TOOLS = ("cat", "dd", "b3sum", "xxhsum", "fio")
-# read the file and nothing else: the speed limit is the fastest of them ("reader": a [[commands]]
-# entry with reads_only = true)
-READ_TOOLS = ("cat", "dd", "fio", "reader")
+BASELINE_TOOLS = tuple(TOOLS)
 # The `limit` group every config gets unless `[baselines] limit = false`: enough read-only commands
 # to find the fastest plain read of the file (cat's read-ahead, small and large buffered reads,
 # io_uring reads buffered and O_DIRECT, shallow with the article's best and deep). Commands the
@@ -86,7 +85,6 @@ LIMIT_BASELINES: dict[str, Any] = {
             {"bs": "512K", "iodepth": 8, "direct": False}],
 }
 LIMIT_KEY = "baselines.limit"
-XXH_ALGOS = {"xxh32": 0, "xxh64": 1, "xxh128": 2, "xxh3": 3}
 
 
 class ConfigError(Exception):
@@ -98,95 +96,8 @@ def _one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace('"', '\\"') + '"'
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "a list"
-    return repr(value)
-
-
-# --- knob value parsers: each returns the canonical value or raises ValueError ---
-
-def _size(v: Any) -> int:
-    n = parse_size(v)
-    if n <= 0:
-        raise ValueError(f"expected a positive size like 512K, got {_show(v)}")
-    return n
-
-
-def _posint(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise ValueError(f"expected a positive integer, got {_show(v)}")
-    return v
-
-
-def _bool(v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise ValueError(f"expected true or false, got {_show(v)}")
-    return v
-
-
-_BUFFERS_RE = re.compile(r"^\s*(?:(\d+)\s*\*\s*)?queue_depth\s*$")
-
-
-def _buffers(v: Any) -> "Buffers":
-    """buffers: an absolute count, or a multiple of queue_depth ("queue_depth", "2*queue_depth")."""
-    if isinstance(v, str):
-        m = _BUFFERS_RE.match(v)
-        if m and (m.group(1) is None or int(m.group(1)) > 0):
-            return Buffers(per_queue_depth=int(m.group(1) or 1))
-        raise ValueError(f'expected a positive integer, "queue_depth" or "N*queue_depth", got {_show(v)}')
-    return Buffers(count=_posint(v))
-
-
-def _threads(v: Any) -> int | None:
-    if v == "all":
-        return None
-    try:
-        return _posint(v)
-    except ValueError:
-        raise ValueError(f'expected a positive integer or "all", got {_show(v)}') from None
-
-
-def _xxh_algo(v: Any) -> str:
-    if not isinstance(v, str) or v not in XXH_ALGOS:
-        raise ValueError(f"expected one of {', '.join(XXH_ALGOS)}, got {_show(v)}")
-    return v
-
-
-@dataclass(frozen=True)
-class Buffers:
-    """Number of buffers: either `count`, or `per_queue_depth` x queue_depth."""
-
-    count: int | None = None
-    per_queue_depth: int | None = None
-
-    def resolve(self, queue_depth: int) -> int:
-        return self.count if self.count is not None else (self.per_queue_depth or 1) * queue_depth
-
-    def __str__(self) -> str:
-        if self.count is not None:
-            return str(self.count)
-        return "queue_depth" if self.per_queue_depth == 1 else f"{self.per_queue_depth}*queue_depth"
-
-
-Parser = Callable[[Any], Any]
 # How a knob of each type of the hashers' table (harness/knobs.py) is read from a config.
-_HASHER_PARSERS: dict[str, Parser] = {"size": _size, "count": _posint, "buffers": _buffers, "flag": _bool}
-
-# knob name -> (parser, default values) for each baseline tool's group
-TOOL_KNOBS: dict[str, dict[str, tuple[Parser, tuple[Any, ...]]]] = {
-    "cat": {},
-    "dd": {"bs": (_size, (1 << 20,)), "direct": (_bool, (False,))},
-    "b3sum": {"num_threads": (_threads, (None,)), "no_mmap": (_bool, (False,))},
-    "xxhsum": {"algo": (_xxh_algo, ("xxh64",))},
-    "fio": {"bs": (_size, (512 << 10,)), "iodepth": (_posint, (2,)), "direct": (_bool, (True,))},
-}
+_HASHER_PARSERS: dict[str, Parser] = {"size": size, "count": posint, "buffers": buffers, "flag": boolean}
 
 
 def hasher_knobs(table: KnobTable) -> dict[str, tuple[Parser, tuple[Any, ...]]]:
@@ -365,7 +276,7 @@ class _Ctx:
 
     def table(self, value: Any, key: str) -> dict[str, Any]:
         if not isinstance(value, dict):
-            raise self.err(key, f"expected a table, got {_show(value)}")
+            raise self.err(key, f"expected a table, got {show(value)}")
         return value
 
     def check_keys(self, table: dict[str, Any], key: str, allowed: set[str] | dict[str, Any]) -> None:
@@ -391,10 +302,10 @@ class _Ctx:
 
 def _parse_constraint(ctx: _Ctx, text: Any, key: str, knobs: dict[str, Any]) -> Constraint:
     if not isinstance(text, str):
-        raise ctx.err(key, f'expected a string like "block_size * buffers <= 64M", got {_show(text)}')
+        raise ctx.err(key, f'expected a string like "block_size * buffers <= 64M", got {show(text)}')
     m = _CONSTRAINT_RE.match(text)
     if not m:
-        raise ctx.err(key, f'cannot parse {_show(text)}; expected "A [* B] OP C" with OP one of <= < >= > == !=')
+        raise ctx.err(key, f'cannot parse {show(text)}; expected "A [* B] OP C" with OP one of <= < >= > == !=')
 
     def operand(tok: str) -> str | int:
         if tok in knobs:
@@ -409,7 +320,7 @@ def _parse_constraint(ctx: _Ctx, text: Any, key: str, knobs: dict[str, Any]) -> 
 
 
 def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_name: str) -> Group:
-    knobs = ctx.hasher_knobs() if kind == "hasher" else TOOL_KNOBS[kind]
+    knobs = ctx.hasher_knobs() if kind == "hasher" else TOOLS[kind].knobs
     common = {"name", "exclude", "constraints"}
     extra = {"variant", "path", "style", "trace"} if kind == "hasher" else set()
     ctx.check_keys(table, key, set(knobs) | common | extra)
@@ -420,21 +331,21 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
             raise ctx.err(f"{key}.variant", f"missing (e.g. {VARIANTS[0]!r})")
         variant = table["variant"]
         if not isinstance(variant, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]+", variant):
-            raise ctx.err(f"{key}.variant", f"expected a program name, got {_show(variant)}")
+            raise ctx.err(f"{key}.variant", f"expected a program name, got {show(variant)}")
         default_name = variant
         path = table.get("path")
         if path is not None and (not isinstance(path, str) or not path):
-            raise ctx.err(f"{key}.path", f"expected a path string, got {_show(path)}")
+            raise ctx.err(f"{key}.path", f"expected a path string, got {show(path)}")
         style = table.get("style", "options")
         if style not in ("options", "positional"):
-            raise ctx.err(f"{key}.style", f'expected "options" or "positional", got {_show(style)}')
+            raise ctx.err(f"{key}.style", f'expected "options" or "positional", got {show(style)}')
         trace = table.get("trace", True)
         if not isinstance(trace, bool):
-            raise ctx.err(f"{key}.trace", f"expected true or false, got {_show(trace)}")
+            raise ctx.err(f"{key}.trace", f"expected true or false, got {show(trace)}")
 
     name = table.get("name", default_name)
     if not isinstance(name, str) or not name.strip():
-        raise ctx.err(f"{key}.name", f"expected a non-empty string, got {_show(name)}")
+        raise ctx.err(f"{key}.name", f"expected a non-empty string, got {show(name)}")
 
     grid = {}
     for knob, (parse, default) in knobs.items():
@@ -447,7 +358,7 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
     exclude = []
     ex = table.get("exclude", [])
     if not isinstance(ex, list):
-        raise ctx.err(f"{key}.exclude", f"expected a list of tables, got {_show(ex)}")
+        raise ctx.err(f"{key}.exclude", f"expected a list of tables, got {show(ex)}")
     for i, rule in enumerate(ex):
         rkey = f"{key}.exclude[{i}]"
         rule = ctx.table(rule, rkey)
@@ -458,7 +369,7 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
 
     cons = table.get("constraints", [])
     if not isinstance(cons, list):
-        raise ctx.err(f"{key}.constraints", f"expected a list of strings, got {_show(cons)}")
+        raise ctx.err(f"{key}.constraints", f"expected a list of strings, got {show(cons)}")
     constraints = tuple(
         _parse_constraint(ctx, c, f"{key}.constraints[{i}]", knobs) for i, c in enumerate(cons)
     )
@@ -472,7 +383,7 @@ FILE_PLACEHOLDER = "file"
 
 def _param(v: Any) -> str | int:
     if isinstance(v, bool) or not isinstance(v, (str, int)):
-        raise ValueError(f"expected a string or an integer, got {_show(v)}")
+        raise ValueError(f"expected a string or an integer, got {show(v)}")
     return v
 
 
@@ -482,10 +393,10 @@ def _parse_commands(ctx: _Ctx, table: dict[str, Any], key: str) -> Group:
     ctx.check_keys(table, key, {"name", "argv", "params", "reads_only", "blake3"})
     name = table.get("name")
     if not isinstance(name, str) or not name.strip():
-        raise ctx.err(f"{key}.name", f"expected a non-empty string, got {_show(name)}" if name is not None else "missing")
+        raise ctx.err(f"{key}.name", f"expected a non-empty string, got {show(name)}" if name is not None else "missing")
     argv = table.get("argv")
     if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
-        raise ctx.err(f"{key}.argv", f'expected a non-empty list of words like ["sha256sum", "{{file}}"], got {_show(argv)}')
+        raise ctx.err(f"{key}.argv", f'expected a non-empty list of words like ["sha256sum", "{{file}}"], got {show(argv)}')
     params = ctx.table(table.get("params", {}), f"{key}.params")
     grid = {p: ctx.values(v, f"{key}.params.{p}", _param) for p, v in params.items()}
     used = {m for a in argv for m in PLACEHOLDER.findall(a)}
@@ -499,7 +410,7 @@ def _parse_commands(ctx: _Ctx, table: dict[str, Any], key: str) -> Group:
     for flag in ("reads_only", "blake3"):
         flags[flag] = table.get(flag, False)
         if not isinstance(flags[flag], bool):
-            raise ctx.err(f"{key}.{flag}", f"expected true or false, got {_show(flags[flag])}")
+            raise ctx.err(f"{key}.{flag}", f"expected true or false, got {show(flags[flag])}")
     return Group(kind="command", name=name, variant=name, grid=grid, key=key, argv=tuple(argv), **flags)
 
 
@@ -516,34 +427,34 @@ def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
             except ValueError as e:
                 raise ctx.err(f"run.{k}", str(e)) from None
 
-    get("rounds", _posint)
-    get("runs_per_round", _posint)
-    get("probes", _posint)
-    get("trace", _bool)
+    get("rounds", posint)
+    get("runs_per_round", posint)
+    get("probes", posint)
+    get("trace", boolean)
 
     def cache(v: Any) -> str:
         if v not in ("cold", "warm"):
-            raise ValueError(f'expected "cold" or "warm", got {_show(v)}')
+            raise ValueError(f'expected "cold" or "warm", got {show(v)}')
         return v
 
     def number(v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise ValueError(f"expected a positive number, got {_show(v)}")
+            raise ValueError(f"expected a positive number, got {show(v)}")
         return float(v)
 
     def fraction(v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-            raise ValueError(f"expected a number between 0 and 1, got {_show(v)}")
+            raise ValueError(f"expected a number between 0 and 1, got {show(v)}")
         return float(v)
 
     def string(v: Any) -> str:
         if not isinstance(v, str) or not v:
-            raise ValueError(f"expected a non-empty string, got {_show(v)}")
+            raise ValueError(f"expected a non-empty string, got {show(v)}")
         return v
 
     def seed(v: Any) -> int:
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"expected a non-negative integer, got {_show(v)}")
+            raise ValueError(f"expected a non-negative integer, got {show(v)}")
         return v
 
     get("cache", cache)
@@ -556,16 +467,16 @@ def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
     if "file" in table:
         kw["files"] = ctx.values(table["file"], "run.file", string)
     if "file_size" in table:
-        kw["file_sizes"] = ctx.values(table["file_size"], "run.file_size", _size)
+        kw["file_sizes"] = ctx.values(table["file_size"], "run.file_size", size)
     if "nominal" in table:
         nom = ctx.table(table["nominal"], "run.nominal")
         ctx.check_keys(nom, "run.nominal", {"read", "hash_per_core", "overhead_s"})
         nkw: dict[str, float] = {}
         try:
             if "read" in nom:
-                nkw["read_Bps"] = float(_size(nom["read"]))
+                nkw["read_Bps"] = float(size(nom["read"]))
             if "hash_per_core" in nom:
-                nkw["hash_per_core_Bps"] = float(_size(nom["hash_per_core"]))
+                nkw["hash_per_core_Bps"] = float(size(nom["hash_per_core"]))
         except ValueError as e:
             raise ctx.err("run.nominal", str(e)) from None
         if "overhead_s" in nom:
@@ -606,7 +517,7 @@ def parse_config(text: str, path: str) -> Config:
     groups += _baseline_groups(ctx, baselines, "baselines", "")
     limit = baselines.get("limit", True)
     if not isinstance(limit, bool):
-        raise ctx.err(LIMIT_KEY, f"expected true or false, got {_show(limit)}")
+        raise ctx.err(LIMIT_KEY, f"expected true or false, got {show(limit)}")
     limit_groups = _baseline_groups(ctx, LIMIT_BASELINES, LIMIT_KEY, "limit-") if limit else []
 
     if not groups:
@@ -642,7 +553,7 @@ def _baseline_groups(ctx: _Ctx, baselines: dict[str, Any], where: str, prefix: s
                 name = prefix + (tool if j == 0 else f"{tool}-{j}")
                 groups.append(_parse_group(ctx, tool, ctx.table(t, k), k, name))
         else:
-            raise ctx.err(key, f"expected true, false, a table or a list of tables, got {_show(value)}")
+            raise ctx.err(key, f"expected true, false, a table or a list of tables, got {show(value)}")
     return groups
 
 

@@ -6,23 +6,18 @@ import dataclasses
 import itertools
 import os
 import re
-import shutil
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness.config import FILE_PLACEHOLDER, PLACEHOLDER, REPO_ROOT, XXH_ALGOS, Buffers, Config, Group
+from harness.config import FILE_PLACEHOLDER, PLACEHOLDER, Buffers, Config, Group
 from harness.knobs import Knob, load_knobs
+from harness.tools import COMMAND, FIO_FILE, FIO_JSON, READER, TOOLS, find_tool  # noqa: F401 (re-export)
 from harness.units import format_size
 from harness.variants import variant as registered_variant
 
-FIO_JSON = "{FIO_JSON}"  # placeholder in fio argv, replaced by a fresh path per execution
 TRACE = "{TRACE}"  # the word after a hasher's --trace, replaced by the trace file's path
-# fio parses its --filename (':' separates files, '\\' is not an escape, a missing file is created
-# and laid out): the run hands it a path of its own making that names the test file (see run.py).
-FIO_FILE = "{FIO_FILE}"
 HASHING_TOOLS = ("hasher", "b3sum")  # tools whose stdout is b3sum-format and is checked
-READER, COMMAND = "reader", "command"  # the tool of a [[commands]] entry: a plain reader, or any other
 BLAKE3_GROUP = "blake3-in-memory"
 
 
@@ -106,15 +101,6 @@ class Plan:
     @property
     def traced_executions(self) -> int:
         return sum(1 for c in self.commands if c.trace_argv)
-
-
-def find_tool(name: str) -> Path | None:
-    """b3sum is looked up in <repo>/.tools/bin first, every tool then on PATH."""
-    local = REPO_ROOT / ".tools" / "bin" / name
-    if local.is_file() and os.access(local, os.X_OK):
-        return local
-    found = shutil.which(name)
-    return Path(found) if found else None
 
 
 def hasher_binary(config: Config, group: Group) -> Path:
@@ -212,37 +198,10 @@ def _commands_for(config: Config, group: Group, knobs: dict[str, Any], f: FileSp
         return _hasher_command(config, group, knobs, common, tag)
     if group.kind == "command":
         return _custom_command(group, knobs, common, tag)
-    tool = group.kind
-    exe = str(find_tool(tool) or tool)
-    if tool == "cat":
-        return Command(label="cat" + tag, slug="", tool=tool, variant=tool, argv=(exe, "--", file), **common)
-    if tool == "dd":
-        bs, direct = knobs["bs"], knobs["direct"]
-        argv = [exe, f"if={file}", "of=/dev/null", f"bs={bs}"] + ["iflag=direct"] * direct + ["status=none"]
-        label = f"dd bs={format_size(bs)}" + " iflag=direct" * direct
-        return Command(label=label + tag, slug="", tool=tool, variant=tool, argv=tuple(argv),
-                       block_size=bs, direct=direct, **common)
-    if tool == "b3sum":
-        nt, no_mmap = knobs["num_threads"], knobs["no_mmap"]
-        flags = (["--num-threads", str(nt)] if nt is not None else []) + ["--no-mmap"] * no_mmap
-        label = " ".join(["b3sum", *flags])
-        return Command(label=label + tag, slug="", tool=tool, variant=tool, argv=(exe, *flags, "--", file),
-                       num_threads=nt, mmap=not no_mmap, **common)
-    if tool == "xxhsum":
-        algo = knobs["algo"]
-        flags = [] if algo == "xxh64" else [f"-H{XXH_ALGOS[algo]}"]
-        return Command(label=" ".join(["xxhsum", *flags]) + tag, slug="", tool=tool, variant=tool,
-                       argv=(exe, *flags, "--", file), extra="" if algo == "xxh64" else algo, **common)
-    if tool == "fio":
-        bs, depth, direct = knobs["bs"], knobs["iodepth"], knobs["direct"]
-        argv = [exe, "--name=ringsum", f"--filename={FIO_FILE}", "--allow_file_create=0", "--rw=read",
-                f"--bs={bs}", "--ioengine=io_uring", f"--iodepth={depth}", f"--direct={int(direct)}",
-                "--numjobs=1", f"--size={f.size}", "--invalidate=0",
-                "--output-format=json", f"--output={FIO_JSON}"]
-        label = f"fio bs={format_size(bs)} iodepth={depth} direct={int(direct)}"
-        return Command(label=label + tag, slug="", tool=tool, variant=tool, argv=tuple(argv),
-                       block_size=bs, queue_depth=depth, direct=direct, **common)
-    raise AssertionError(f"unknown group kind {group.kind}")
+    tool = TOOLS[group.kind]
+    made = tool.command(str(find_tool(tool.name) or tool.name), knobs, f.path, f.size)
+    return Command(label=made.label + tag, slug="", tool=tool.name, variant=tool.name, argv=tuple(made.argv),
+                   **made.fields, **common)
 
 
 def blake3_groups(config: Config) -> list[Group]:
@@ -326,11 +285,10 @@ def estimate_execution_s(c: Command, cache: str, config: Config, cores: int | No
     if c.hashes:
         hash_s = c.file_size / (nom.hash_per_core_Bps * min(_threads_used(c, cores), cores))
         return max(read, hash_s) if (c.tool == "hasher" or cache == "warm") else read + hash_s * 0.2
-    if c.tool == "xxhsum":
-        return max(read, c.file_size / 6e9)
-    if c.tool == "fio":
-        return read + 0.3  # fio's own start-up (measured ~0.3 s)
-    return read
+    tool = TOOLS.get(c.tool)
+    if tool and tool.hash_Bps:
+        return max(read, c.file_size / tool.hash_Bps)
+    return read + (tool.start_s if tool else 0.0)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import stats
-from harness.config import READ_TOOLS
+from harness.tools import READ_TOOLS
 from harness.results import per_command, succeeded
 from harness.units import format_rate, format_size
 
