@@ -60,7 +60,16 @@ def _add_file_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
 
 
-def make_parser() -> argparse.ArgumentParser:
+# The subcommands whose modules load numpy and pandas: their full parsers are built only when one of
+# them is the command, so that `ringsum --help` and the others start fast.
+_HEAVY = {"check": "compare a run with a baseline run; exit 1 on a regression",
+          "baseline": "save or list baselines (results/baselines/<fingerprint_id>/)",
+          "instructions": "count the instructions of hashing a hot file (callgrind)",
+          "tune": "find the best hasher configuration without the full grid"}
+
+
+def make_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """`command`: the subcommand about to run, if known; None builds every parser in full."""
     from harness import __version__
 
     ap = _Parser(prog="ringsum", description="Benchmark io_uring BLAKE3 file hashers.")
@@ -89,9 +98,20 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--file", metavar="PATH", help="describe the filesystem and device of this file")
     from analysis.cli import add_report_parser
     add_report_parser(sub)
-    _add_check_parsers(sub)
-    _add_tune_parser(sub)
+    full = command is None or command in _HEAVY
+    if full and command in (None, "check", "baseline", "instructions"):
+        _add_check_parsers(sub)
+    if full and command in (None, "tune"):
+        _add_tune_parser(sub)
+    for name, help_text in _HEAVY.items():
+        if name not in sub.choices:
+            sub.add_parser(name, help=help_text, add_help=False)
     return ap
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand named in argv (the first word that is not an option)."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def _fraction_arg(s: str) -> float:
@@ -106,7 +126,7 @@ def _fraction_arg(s: str) -> float:
 def _add_check_parsers(sub: Any) -> None:
     from harness import check
 
-    c = sub.add_parser("check", help="compare a run with a baseline run; exit 1 on a regression")
+    c = sub.add_parser("check", help=_HEAVY["check"])
     against = c.add_mutually_exclusive_group()
     against.add_argument("--baseline", metavar="RUN_DIR|NAME",
                          help="a run directory, or a baseline saved for this machine (a name, or `latest`)")
@@ -134,7 +154,7 @@ def _add_check_parsers(sub: Any) -> None:
     c.add_argument("--instruction-tolerance", type=_fraction_arg, metavar="PCT",
                    default=check.DEFAULT_INSTRUCTION_TOLERANCE, help="default 1%%")
 
-    b = sub.add_parser("baseline", help="save or list baselines (results/baselines/<fingerprint_id>/)")
+    b = sub.add_parser("baseline", help=_HEAVY["baseline"])
     bsub = b.add_subparsers(dest="baseline_cmd", required=True, parser_class=_Parser)
     bs = bsub.add_parser("save", help="keep a finished run as a baseline for this machine")
     bs.add_argument("run_dir", metavar="RUN_DIR")
@@ -145,7 +165,7 @@ def _add_check_parsers(sub: Any) -> None:
     bs.add_argument("--bin-dir", metavar="DIR", help="hasher binaries for --instructions")
     bsub.add_parser("list", help="list saved baselines")
 
-    i = sub.add_parser("instructions", help="count the instructions of hashing a hot file (callgrind)")
+    i = sub.add_parser("instructions", help=_HEAVY["instructions"])
     i.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
     i.add_argument("--file", metavar="PATH", help="file to hash (default: a random file of --size)")
     i.add_argument("--size", type=_size_arg, default=check.INSTRUCTION_FILE_SIZE, metavar="SIZE",
@@ -330,7 +350,7 @@ def _minutes_arg(s: str) -> float:
 def _add_tune_parser(sub: Any) -> None:
     from harness.tune import DEFAULT_SPACE
 
-    t = sub.add_parser("tune", help="find the best hasher configuration without the full grid")
+    t = sub.add_parser("tune", help=_HEAVY["tune"])
     t.add_argument("--space", default=str(DEFAULT_SPACE), metavar="CONFIG",
                    help="config whose hasher commands are the space (default configs/tune.toml)")
     t.add_argument("--file", metavar="PATH", help="test file (default: the space's run.file / run.file_size)")
@@ -376,6 +396,9 @@ def _cmd_knobs(a: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    a = make_parser(_command_of(args) or "").parse_args(args)
+
     from harness.cache import CacheError
     from harness.check import CheckError
     from harness.files import FileError
@@ -383,7 +406,6 @@ def main(argv: list[str] | None = None) -> int:
     from harness.run import SetupError
     from harness.state import StateError
 
-    a = make_parser().parse_args(argv)
     try:
         if a.cmd == "tune":
             return _cmd_tune(a)
