@@ -247,19 +247,13 @@ def _cmd_run(a: argparse.Namespace) -> int:
     opts = Options(config_path=a.config, file=a.file, size=a.size, dir=a.dir, out=a.out,
                    rounds=a.rounds, resume=a.resume, warm=a.warm, bin_dir=a.bin_dir, seed=a.seed,
                    against=a.against, yes=a.yes)
-    if not a.report:
-        return run(opts)
+    outcome = run(opts)
+    if not a.report or outcome.code > 1 or outcome.run_dir is None:
+        return outcome.code
     from analysis.cli import run_report
-    from harness.check import measure
 
-    if a.resume:
-        run_dir, code = Path(a.resume), run(opts)
-    else:
-        run_dir, code = measure(opts)  # this run's own directory, whatever else is under --out
-    if code > 1:
-        return code
-    reported = run_report(argparse.Namespace(run_dirs=[str(run_dir)], out=None, trace_labels=None))
-    return code or reported
+    reported = run_report(argparse.Namespace(run_dirs=[str(outcome.run_dir)], out=None, trace_labels=None))
+    return outcome.code or reported
 
 
 def _cmd_check(a: argparse.Namespace) -> int:

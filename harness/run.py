@@ -27,13 +27,12 @@ import secrets
 import shlex
 import signal
 import socket
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from harness import cache as cachemod
 from harness import results as res
@@ -57,10 +56,6 @@ MIN_FREE_BYTES = 1 << 20  # below this, results (raw files, rows) may be cut sho
 
 class SetupError(Exception):
     """Something missing before the run can start (tool, binary, root, file). Exit 2."""
-
-
-class RunFailure(Exception):
-    """The run happened but cannot be trusted (hash mismatch, failed commands). Exit 1."""
 
 
 class RunStopped(Exception):
@@ -193,13 +188,6 @@ def prepare_argv(python: str, file: str, log: Path, cache: str) -> str:
 
 
 # --- the run ---
-
-@dataclass
-class Execution:
-    round: int
-    position: int
-    label: str
-
 
 @dataclass
 class RunState:
@@ -597,12 +585,21 @@ def prepare_resume(opts: Options) -> RunState | None:
                     tools=tools, ref_hash=ref)
 
 
-def run(opts: Options, stream: TextIO = sys.stderr) -> int:
-    """Run (or resume) a sweep. Returns the exit code: 0 fine, 1 run failure, 130 ended by a signal."""
+@dataclass(frozen=True)
+class Outcome:
+    """What run() did: the exit code (0 fine, 1 run failure, 130 ended by a signal) and the run
+    directory it wrote or resumed (None when it got no further than checking its settings)."""
+
+    code: int
+    run_dir: Path | None
+
+
+def run(opts: Options, stream: TextIO = sys.stderr) -> Outcome:
+    """Run (or resume) a sweep."""
     # uring_b3sum reads installed defaults (ringsum tune --install); a sweep's knobs must mean what they say.
     os.environ["URING_B3SUM_OPTIONS"] = os.devnull
     if opts.resume and _say_finished(Path(opts.resume)):
-        return 0
+        return Outcome(0, Path(opts.resume))
     validated = None if opts.resume else validate_new_run(opts)  # errors before waiting
     statemod.preflight()
     # One sweep at a time per machine: two runs would drop each other's page cache and read the same disk.
@@ -614,7 +611,7 @@ def run(opts: Options, stream: TextIO = sys.stderr) -> int:
                 raise
             _log(f"ringsum: no space left on device writing results ({e.filename or opts.resume or opts.out}); "
                  "nothing was measured yet")
-            return 1
+            return Outcome(1, None)
 
 
 def _say_finished(run_dir: Path) -> bool:
@@ -624,13 +621,13 @@ def _say_finished(run_dir: Path) -> bool:
     return bool(at)
 
 
-def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, ending: EndingSignals) -> int:
+def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, ending: EndingSignals) -> Outcome:
     state = prepare_new_run(opts, validated) if validated else prepare_resume(opts)
     if state is None:  # finished by another resume while this one waited for the lock
         _say_finished(Path(opts.resume or ""))
-        return 0
+        return Outcome(0, Path(opts.resume or ""))
     with _fio_inputs(state):
-        return _measure(state, stream, ending)
+        return Outcome(_measure(state, stream, ending), state.run_dir)
 
 
 @contextmanager
@@ -775,10 +772,5 @@ def finish(state: RunState) -> int:
     return code
 
 
-def load_state_for_report(run_dir: Path) -> tuple[dict[str, Any], Any]:
-    """(meta, runs DataFrame) of a run directory."""
-    return res.read_json(run_dir / res.META_JSON), res.read_runs(run_dir / res.RUNS_CSV)
-
-
-__all__ = ["Options", "run", "round_orders", "prepare_argv", "resolve_files", "SetupError",
-           "RunFailure", "RunStopped", "REPO_ROOT"]
+__all__ = ["Options", "Outcome", "run", "round_orders", "prepare_argv", "resolve_files", "SetupError",
+           "RunStopped", "REPO_ROOT"]

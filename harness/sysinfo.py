@@ -156,10 +156,6 @@ def fingerprint_id(fp: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]
 
 
-def _first_line(s: str) -> str:
-    return s.splitlines()[0].strip() if s else s
-
-
 def _blake3_version(bin_dir: Path) -> str:
     for name in VARIANTS:
         prog = bin_dir / name

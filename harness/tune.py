@@ -323,13 +323,13 @@ def real_measure(space: Space, tune_dir: Path) -> Measure:
         opts = Options(config_path=str(cfg), file=space.file.path,  # yes: --budget bounds tune's time
                        size=space.file.size if space.file.generate else None, out=str(out), yes=True)
         with _no_installed_defaults(), contextlib.redirect_stdout(sys.stderr):
-            code = run(opts)
+            outcome = run(opts)
+        code = outcome.code
         if code == 130:
             raise KeyboardInterrupt
-        dirs = sorted(p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []
-        if not dirs:
+        if outcome.run_dir is None:
             raise TuneError(f"{base} wrote no run directory under {out}")
-        result = read_stage(dirs[-1])
+        result = read_stage(outcome.run_dir)
         if code != 0:
             _log(f"tune: {base}: {len(result.failed)} configurations had failed or mismatched executions; "
                  f"they rank by their good executions only ({', '.join(result.failed[:3])})")
