@@ -16,6 +16,10 @@ BLAKE3_LIB := $(BUILD)/blake3/libblake3.a
 BLAKE3_JOIN_LIB := $(BUILD)/blake3/libblake3-blake3join.a
 SWEEP_CONFIG ?= configs/quick.toml
 SWEEP_FILE   ?= $(BUILD)/data/sweep-1G.bin
+# pip extras of the venv: `fleet` is Ansible for `make fleet` (the fleet's hosts get EXTRAS= ).
+EXTRAS       ?= test,fleet
+INVENTORY    ?= hosts.ini
+CONFIG       ?= configs/quick.toml
 
 # Variant sources (hashers/<variant>.c) and the programs they become.
 VARIANTS := singlethread multithread pread uring_b3sum
@@ -51,7 +55,7 @@ FLAGS_blake3join :=
 LIB_blake3join := $(BLAKE3_JOIN_LIB)
 bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
 
-.PHONY: all deps deps-apt test test-sanitize bench sweep check-power verify fuzz clean distclean
+.PHONY: all deps deps-apt test test-sanitize bench sweep fleet wheels check-power verify fuzz clean distclean
 all: $(call bins,release)
 
 define compile_rule
@@ -128,7 +132,7 @@ $(B3SUM):
 $(VENV_OK): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[test]'
+	$(VENV)/bin/pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	@touch $@
 
 TEST_HELPERS := $(BUILD)/tests/without_io_uring
@@ -157,6 +161,18 @@ bench: deps all $(call bins,notrace) $(call bins,blake3join)
 # A run that exits 1 (some executions failed) still gets its report; the exit status is kept.
 sweep: deps all
 	$(VENV)/bin/ringsum run $(SWEEP_CONFIG) --file $(SWEEP_FILE) --size 1G --out results --report
+
+# A sweep on every host of an Ansible inventory (harness/fleet/playbook.yml), fetched into
+# results/fleet/<host>/, then the fleet report. FLEET_ARGS passes more to ansible-playbook.
+fleet: deps
+	$(VENV)/bin/ansible-playbook -i $(INVENTORY) harness/fleet/playbook.yml \
+		-e ringsum_config=$(abspath $(CONFIG)) $(FLEET_ARGS)
+	$(VENV)/bin/ringsum collect results/fleet --out results/fleet
+
+# The Python dependencies as wheels in build/wheels: the fleet's hosts install from them offline
+# (the playbook's ringsum_seed).
+wheels: deps
+	$(VENV)/bin/pip wheel --quiet -w $(BUILD)/wheels setuptools '.'
 
 # The regression check's detection and false-alarm rates (docs/regression-check.md): wall time
 # at the check's 60 rounds (and 2000 checks resampled from their rounds, for the rare false

@@ -58,6 +58,16 @@ class Run:
         return self.meta.get("fingerprint") or {}
 
     @property
+    def argvs(self) -> dict[str, list[str]]:
+        """label -> argv of every command in plan.json."""
+        return {str(c.get("label")): [str(a) for a in c.get("argv", [])] for c in self.plan.get("commands", [])}
+
+    @property
+    def cache(self) -> str:
+        """The run's cache mode(s), e.g. "cold"."""
+        return "/".join(sorted(self.runs["cache"].dropna().unique()))
+
+    @property
     def started_at(self) -> pd.Timestamp | None:
         ts = self.meta.get("started_at")
         if ts:

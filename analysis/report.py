@@ -85,18 +85,9 @@ def _interval(low: float, high: float) -> str:
     return "-" if low != low else f"{low:.3f}–{high:.3f}"
 
 
-def _argvs(run: Run) -> dict[str, list[str]]:
-    """label -> argv of every command in plan.json."""
-    return {str(c.get("label")): [str(a) for a in c.get("argv", [])] for c in run.plan.get("commands", [])}
-
-
-def _cache(run: Run) -> str:
-    return "/".join(sorted(run.runs["cache"].dropna().unique()))
-
-
 def headline_markdown(run: Run) -> list[str]:
     """The headline (harness/verdict.py) as a section of bullets."""
-    h = verdict.headline(run.runs, _cache(run), _argvs(run))
+    h = verdict.headline(run.runs, run.cache, run.argvs)
     lines = [f"## {h.title()}", ""]
     for what, text in h.items():
         shown = f"`{text}`" if what == "command" else text
@@ -198,7 +189,7 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
     lines.append("```sh")
     if "cold" in set(df["cache"].dropna()):
         lines.append("sync; echo 1 > /proc/sys/vm/drop_caches")
-    argvs = _argvs(run)
+    argvs = run.argvs
     for r in best.itertuples():
         argv = argvs.get(r.label)
         lines.append(shlex.join(argv) if argv else f"# {r.label}: not in plan.json")
@@ -307,6 +298,6 @@ def write_report(runs: list[Run], out: Path | None = None,
     summary = summary_markdown(runs, report)
     (out / "summary.md").write_text(summary, encoding="utf-8")
     harness_results.write_json_atomic(out / harness_results.SUMMARY_JSON,
-                                      verdict.summary_json(runs[0].runs, _cache(runs[0]), _argvs(runs[0])))
+                                      verdict.summary_json(runs[0].runs, runs[0].cache, runs[0].argvs))
     report.html_path.write_text(report_html(summary, report), encoding="utf-8")
     return report

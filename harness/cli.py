@@ -1,4 +1,4 @@
-"""`ringsum` command line: run, plan, sysinfo, report, check, baseline, instructions, tune.
+"""`ringsum` command line: run, plan, sysinfo, report, collect, check, baseline, instructions, tune.
 
 Errors print `ringsum: <one line>` on stderr. Exit codes: 0 fine; 1 the run failed (hash
 mismatch, failed executions); 2 usage, config or set-up error found before anything ran;
@@ -98,6 +98,10 @@ def make_parser(command: str | None = None) -> argparse.ArgumentParser:
     s.add_argument("--file", metavar="PATH", help="describe the filesystem and device of this file")
     from analysis.cli import add_report_parser
     add_report_parser(sub)
+    co = sub.add_parser("collect", help="the runs of a fleet: one tidy table and one row per machine")
+    co.add_argument("dirs", nargs="+", metavar="DIR", help="run directories, or directories holding them")
+    co.add_argument("--out", default="results/fleet", metavar="DIR",
+                    help="where fleet.md, fleet-runs.csv and fleet-machines.csv go (default results/fleet)")
     full = command is None or command in _HEAVY
     if full and command in (None, "check", "baseline", "instructions"):
         _add_check_parsers(sub)
@@ -411,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_sysinfo(a)
         if a.cmd == "knobs":
             return _cmd_knobs(a)
+        if a.cmd == "collect":
+            from analysis.fleet import run_collect
+            return run_collect(a.dirs, a.out)
         if a.cmd == "report":
             from analysis.cli import run_report
             return run_report(a)

@@ -18,7 +18,19 @@ from typing import Any, Callable
 from harness.variants import REPO_ROOT, VARIANTS
 
 CPU_FLAGS_OF_INTEREST = ("sse2", "sse4_1", "ssse3", "avx", "avx2", "avx512f", "avx512vl", "avx512bw",
-                         "sha_ni", "aes", "neon", "asimd")
+                         "sha_ni", "aes", "neon", "asimd", "hypervisor")
+# BLAKE3's dispatch (c/blake3_dispatch.c): the best of these the CPU has, best first, and the flags each needs.
+BLAKE3_SIMD = (("avx512", ("avx512f", "avx512vl")), ("avx2", ("avx2",)), ("sse41", ("sse4_1",)),
+               ("sse2", ("sse2",)), ("neon", ("asimd",)), ("neon", ("neon",)))
+DMI = Path("/sys/class/dmi/id")
+DMI_FIELDS = ("sys_vendor", "product_name", "product_version", "board_vendor", "board_name")
+# The fields that make two machines' timings comparable, in the order fingerprint_id hashes them:
+# the machine's, then the storage's under the test file. Not the hostname, the mount point, the
+# device serial or the free space: two identical machines share an id.
+MACHINE_ID_FIELDS = ("cpu_model", "cores", "blake3_simd", "mem_gib", "kernel_series", "virtualization",
+                     "dmi_sys_vendor", "dmi_product_name")
+STORAGE_ID_FIELDS = ("fs_type", "mount_options", "device_driver", "device_model", "device_vendor",
+                     "device_size_bytes", "rotational", "scheduler", "read_ahead_kb")
 
 
 def _run(argv: list[str], timeout: float = 10) -> str:
@@ -101,6 +113,42 @@ def _read(p: Path) -> str:
     return p.read_text().strip()
 
 
+def _device_driver(disk: Path) -> str:
+    """The driver behind a disk (virtio_blk, nvme, sd, ...); for devices without one (loop, zram,
+    nbd, md), the device name without its number."""
+    driver = disk / "device" / "driver"
+    if driver.exists():
+        return driver.resolve().name
+    return re.sub(r"\d+$", "", disk.name)
+
+
+def _scheduler(disk: Path) -> str:
+    text = _read(disk / "queue" / "scheduler")
+    chosen = re.search(r"\[(\S+)\]", text)
+    return chosen.group(1) if chosen else text
+
+
+def _blake3_simd(flags: set[str]) -> str:
+    return next((name for name, need in BLAKE3_SIMD if flags.issuperset(need)), "portable")
+
+
+def _virtualization(flags: set[str]) -> str:
+    """systemd-detect-virt's answer ("none" on bare metal), else Xen's /sys/hypervisor/type, else
+    the CPU's hypervisor flag."""
+    try:
+        out = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True, timeout=5)
+        if out.stdout.strip():
+            return out.stdout.strip()
+    except OSError:
+        pass
+    xen = Path("/sys/hypervisor/type")
+    if xen.exists():
+        return _read(xen)
+    if "hypervisor" in flags:
+        return "unknown hypervisor"
+    raise LookupError("no systemd-detect-virt, /sys/hypervisor or cpuinfo flags to tell")
+
+
 def fingerprint(file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     probe = _Probe()
     cpu = probe("cpuinfo", _cpuinfo) or {}
@@ -110,9 +158,15 @@ def fingerprint(file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     probe("cores_usable", lambda: len(os.sched_getaffinity(0)))
     flags = set((cpu.get("flags") or cpu.get("Features") or "").split())
     probe("cpu_flags", lambda: [f for f in CPU_FLAGS_OF_INTEREST if f in flags])
-    probe("mem_total_bytes", lambda: int(re.search(r"MemTotal:\s+(\d+) kB",
-                                                   Path("/proc/meminfo").read_text()).group(1)) * 1024)
-    probe("kernel", platform.release)
+    probe("blake3_simd", lambda: _blake3_simd(flags) if flags else None)
+    mem = probe("mem_total_bytes", lambda: int(re.search(r"MemTotal:\s+(\d+) kB",
+                                                         Path("/proc/meminfo").read_text()).group(1)) * 1024)
+    probe("mem_gib", lambda: round(mem / (1 << 30)) if mem else None)
+    kernel = probe("kernel", platform.release)
+    probe("kernel_series", lambda: re.match(r"\d+\.\d+", kernel).group(0))
+    probe("virtualization", lambda: _virtualization(flags))
+    for field in DMI_FIELDS:
+        probe(f"dmi_{field}", lambda field=field: _read(DMI / field) or None)
     probe("arch", platform.machine)
     probe("distribution", _os_release)
     probe("hostname", platform.node)
@@ -127,11 +181,12 @@ def fingerprint(file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         disk = probe("block_device", lambda: str(_block_device(mount["dev"])))
         if disk:
             d = Path(disk)
+            probe("device_driver", lambda: _device_driver(d))
             probe("device_model", lambda: _read(d / "device" / "model") or None)
             probe("device_vendor", lambda: _read(d / "device" / "vendor") or None)
+            probe("device_size_bytes", lambda: int(_read(d / "size")) * 512)
             probe("rotational", lambda: _read(d / "queue" / "rotational") == "1")
-            probe("scheduler", lambda: re.search(r"\[(\S+)\]", _read(d / "queue" / "scheduler")).group(1)
-                  if "[" in _read(d / "queue" / "scheduler") else _read(d / "queue" / "scheduler"))
+            probe("scheduler", lambda: _scheduler(d))
             probe("nr_requests", lambda: int(_read(d / "queue" / "nr_requests")))
             probe("device_queue_depth", lambda: int(_read(d / "device" / "queue_depth")))
             probe("max_sectors_kb", lambda: int(_read(d / "queue" / "max_sectors_kb")))
@@ -143,16 +198,9 @@ def fingerprint(file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
 
 
 def fingerprint_id(fp: dict[str, Any]) -> str:
-    """Short stable id: CPU model, cores, memory (GiB, rounded), kernel major.minor, fs, device model."""
-    kernel = fp.get("kernel") or ""
-    m = re.match(r"(\d+)\.(\d+)", kernel)
-    mem = fp.get("mem_total_bytes")
-    key = [
-        fp.get("cpu_model"), fp.get("cores"),
-        round(mem / (1 << 30)) if isinstance(mem, int) else None,
-        f"{m.group(1)}.{m.group(2)}" if m else kernel,
-        fp.get("fs_type"), fp.get("device_model") or fp.get("device_vendor"),
-    ]
+    """Short stable id of the fields that make timings comparable (MACHINE_ID_FIELDS, then
+    STORAGE_ID_FIELDS): two machines that differ only in their disk get two ids."""
+    key = [fp.get(k) for k in MACHINE_ID_FIELDS + STORAGE_ID_FIELDS]
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]
 
 

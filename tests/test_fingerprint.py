@@ -1,0 +1,70 @@
+"""The machine fingerprint tells storage apart: a file on this machine's own disk and one on a loop
+device (a real second block device, ext4 like the root) give the same machine fields and two ids."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from harness.sysinfo import MACHINE_ID_FIELDS, STORAGE_ID_FIELDS, fingerprint
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _sh(*argv: str) -> str:
+    return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+
+
+@pytest.fixture
+def loop_mount(tmp_path: Path) -> Iterator[Path]:
+    """An ext4 filesystem on a loop device over a 64 MiB file, mounted under tmp_path."""
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("losetup", "mkfs.ext4", "mount")):
+        pytest.skip("needs root, losetup, mkfs.ext4 and mount")
+    image, mnt = tmp_path / "disk.img", tmp_path / "mnt"
+    with open(image, "wb") as f:
+        f.truncate(64 << 20)
+    mnt.mkdir()
+    try:
+        dev = _sh("losetup", "--find", "--show", str(image))
+    except subprocess.CalledProcessError as e:
+        pytest.skip(f"no loop device: {e.stderr.strip()}")
+    try:
+        _sh("mkfs.ext4", "-q", "-F", dev)
+        _sh("mount", dev, str(mnt))
+        try:
+            yield mnt
+        finally:
+            _sh("umount", str(mnt))
+    finally:
+        _sh("losetup", "--detach", dev)
+
+
+def test_two_disks_two_ids(loop_mount: Path) -> None:
+    on_loop = loop_mount / "data.bin"
+    on_loop.write_bytes(os.urandom(1 << 20))
+    root, loop = fingerprint(REPO / "pyproject.toml"), fingerprint(on_loop)
+    assert loop["block_device"].startswith("/sys/block/loop"), loop["block_device"]
+    assert root["block_device"] != loop["block_device"]
+    assert root["fs_type"] == loop["fs_type"] == "ext4"
+    assert {k: root[k] for k in MACHINE_ID_FIELDS} == {k: loop[k] for k in MACHINE_ID_FIELDS}
+    assert loop["device_driver"] == "loop" and loop["device_size_bytes"] == 64 << 20
+    assert [k for k in STORAGE_ID_FIELDS if root[k] != loop[k]], "no storage field tells the disks apart"
+    assert root["fingerprint_id"] != loop["fingerprint_id"]
+    assert fingerprint(on_loop)["fingerprint_id"] == loop["fingerprint_id"]  # stable
+
+
+def test_fields_of_this_machine() -> None:
+    fp = fingerprint(REPO / "pyproject.toml")
+    assert fp["cpu_model"] and fp["cores"] >= 1 and fp["mem_gib"] >= 1
+    assert fp["blake3_simd"] in ("avx512", "avx2", "sse41", "sse2", "neon", "portable")
+    assert fp["kernel_series"] and fp["kernel"].startswith(fp["kernel_series"])
+    assert fp["virtualization"], fp["errors"].get("virtualization")
+    assert fp["device_size_bytes"] > 0 and isinstance(fp["rotational"], bool)
+    assert fp["read_ahead_kb"] >= 0 and fp["scheduler"] and fp["mount_options"]
+    for key, reason in fp["errors"].items():
+        assert fp[key] is None and reason, key

@@ -1,0 +1,143 @@
+"""The fleet for real: harness/fleet/playbook.yml over an inventory of two hosts on this machine
+(Ansible's local connection, each with its own install and results directory, seeded from this
+checkout's b3sum, BLAKE3 source and wheels), then `ringsum collect` over what came back."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+HOSTS = ("host-a", "host-b")
+TINY = """
+[run]
+rounds = 2
+cache = "cold"
+file_size = "8M"
+timeout_s = 30
+
+[[hashers]]
+variant = "uring_b3sum"
+block_size = ["512K"]
+queue_depth = [4]
+
+[[hashers]]
+variant = "liburing_b3sum_singlethread"
+block_size = ["512K"]
+queue_depth = [4]
+
+[baselines]
+cat = true
+b3sum = { num_threads = [1] }
+limit = false
+"""
+
+
+def _env(state: Path) -> dict[str, str]:
+    return {**os.environ, "RINGSUM_LOCK": str(state / "ringsum.lock"), "ANSIBLE_NOCOLOR": "1",
+            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
+
+
+def ringsum(*args: str, state: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
+                          env=_env(state), timeout=300)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Run the playbook once; the directory holding hosts' installs, `out/` (fetched results) and `state/`."""
+    if not (VENV_BIN / "ansible-playbook").is_file():
+        pytest.skip("ansible-core not installed (make deps)")
+    top = tmp_path_factory.mktemp("fleet")
+    state = top / "state"
+    state.mkdir(mode=0o700)
+    subprocess.run(["make", "--no-print-directory", "wheels"], cwd=REPO, check=True, capture_output=True,
+                   timeout=300)
+    seed = top / "seed"
+    (seed / "build").mkdir(parents=True)
+    for part in (".tools", "build/vendor", "build/wheels"):
+        (seed / part).symlink_to(REPO / part)
+    config = top / "tiny.toml"
+    config.write_text(TINY)
+    inventory = top / "hosts.ini"
+    inventory.write_text("[fleet]\n" + "".join(
+        f"{h} ansible_connection=local ansible_python_interpreter={sys.executable} ringsum_dir={top / h}\n"
+        for h in HOSTS))
+    play = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(inventory),
+                           str(REPO / "harness" / "fleet" / "playbook.yml"), "-e", f"ringsum_config={config}",
+                           "-e", f"ringsum_seed={seed}", "-e", f"fleet_results={top / 'out'}"],
+                          cwd=REPO, capture_output=True, text=True, env=_env(state), timeout=600)
+    assert play.returncode == 0, play.stdout[-3000:] + play.stderr[-2000:]
+    return top
+
+
+def _run_dirs(path: Path) -> list[Path]:
+    return sorted(p.parent for p in path.rglob("runs.csv"))
+
+
+def test_each_host_installs_runs_and_sends_back_its_own(fleet: Path) -> None:
+    for host in HOSTS:
+        install = fleet / host
+        assert (install / ".venv" / "bin" / "ringsum").is_file() and (install / "build" / "bin" / "uring_b3sum").is_file()
+        [marker] = (fleet / "out" / host).glob("fleet-*/fleet.json")
+        assert json.loads(marker.read_text())["host"] == host
+        [run_dir] = _run_dirs(fleet / "out" / host)
+        assert run_dir.parent == marker.parent
+        plan = json.loads((run_dir / "plan.json").read_text())
+        hashers = [c["argv"][0] for c in plan["commands"] if c["tool"] == "hasher"]
+        assert hashers and all(a.startswith(str(install / "build" / "bin")) for a in hashers)
+        with open(run_dir / "runs.csv") as f:
+            rows = list(csv.DictReader(f))
+        assert len(rows) == 4 * 2 and all(r["exit_code"] == "0" for r in rows)
+        assert all(r["hash_ok"] == "True" for r in rows if r["tool"] in ("hasher", "b3sum"))
+        assert json.loads((run_dir / "meta.json").read_text())["fingerprint"]["fingerprint_id"]
+
+
+def test_collect_one_table_and_a_row_per_machine(fleet: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    done = ringsum("collect", str(fleet / "out"), "--out", str(out), state=fleet / "state")
+    assert done.returncode == 0, done.stderr
+    assert "warning" not in done.stderr
+    with open(out / "fleet-runs.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["host"] for r in rows} == set(HOSTS) and len(rows) == 2 * 4 * 2
+    assert all(r["fingerprint_id"] and r["cpu_model"] and r["device_driver"] for r in rows)
+    with open(out / "fleet-machines.csv") as f:
+        machines = list(csv.DictReader(f))
+    assert sorted(m["host"] for m in machines) == sorted(HOSTS)
+    for m in machines:
+        assert m["best"] in {r["label"] for r in rows if r["tool"] == "hasher"}
+        for ratio in ("vs_limit", "vs_b3sum"):
+            low, median, high = (float(m[f"{ratio}_{p}"]) for p in ("low", "median", "high"))
+            assert 0 < low <= median <= high
+    ranked = sorted(machines, key=lambda m: float(m["vs_limit_median"]))
+    md = (out / "fleet.md").read_text()
+    assert md.index(f"| 1 | {ranked[0]['host']} |") < md.index(f"| 2 | {ranked[1]['host']} |")
+    assert "## 8M file, cold cache" in md and done.stdout.startswith("# Fleet report")
+
+
+def test_collect_warns_about_unlike_workloads(fleet: Path, tmp_path: Path) -> None:
+    config = tmp_path / "warm.toml"
+    config.write_text(TINY.replace('rounds = 2', 'rounds = 1').replace('"8M"', '"4M"'))
+    extra = tmp_path / "warm"
+    made = ringsum("run", str(config), "--warm", "--dir", str(tmp_path), "--out", str(extra), state=fleet / "state")
+    assert made.returncode == 0, made.stderr
+    done = ringsum("collect", str(fleet / "out"), str(extra), "--out", str(tmp_path / "report"), state=fleet / "state")
+    assert done.returncode == 0, done.stderr
+    assert "warning: the fleet ran 2 unlike workloads (8M cold; 4M warm)" in done.stderr
+    assert "## 4M file, warm cache" in done.stdout and "## 8M file, cold cache" in done.stdout
+
+
+def test_collect_errors_are_one_line(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    done = ringsum("collect", str(tmp_path), "--out", str(tmp_path / "report"), state=state)
+    assert done.returncode == 2
+    assert done.stderr == f"ringsum: {tmp_path}: no run directory (runs.csv with meta.json) under it\n"
