@@ -23,12 +23,12 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from analysis.load import Run, command_stats, load_trace, speed_limit, succeeded  # noqa: E402
 from harness import verdict  # noqa: E402
 from harness.units import format_size  # noqa: E402
+from harness.tools import TOOL_LIST  # noqa: E402
+from harness.variants import VARIANT_LIST  # noqa: E402
 
 GB = 1e9
-HASHER_COLOURS = {"liburing_b3sum_singlethread": "#1f77b4", "liburing_b3sum_multithread": "#2ca02c",
-                  "b3sum_pread": "#9467bd"}
-BASELINE_COLOURS = {"fio": "#d62728", "cat": "#7f7f7f", "dd": "#8c564b", "b3sum": "#ff7f0e",
-                    "xxhsum": "#e377c2"}
+HASHER_COLOURS = {v.name: v.colour for v in VARIANT_LIST}
+BASELINE_COLOURS = {t.name: t.colour for t in TOOL_LIST}
 FALLBACK_COLOURS = ["#17becf", "#bcbd22", "#393b79", "#637939", "#843c39"]
 RUN_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
 _FILE_TAG = re.compile(r" \[[^\]]+\]$")
@@ -374,7 +374,7 @@ def chart_limit_ratio(run: Run, file_size: int | None = None) -> Figure | Skip:
     stats, size = hasher_stats(run, file_size)
     limit = speed_limit(run, size)
     if not limit:
-        return Skip("no speed limit (no successful read-only command: cat, dd, fio)")
+        return Skip("no speed limit (no successful read-only command: cat, dd, fio or a reads_only [[commands]] entry)")
     hashers = stats[(stats["tool"] == "hasher")].sort_values("limit_ratio", ascending=False,
                                                               na_position="first")
     if not len(hashers):

@@ -22,10 +22,13 @@ META_JSON = harness_results.META_JSON
 PLAN_JSON = harness_results.PLAN_JSON
 TRACE_INDEX = "traces/index.csv"
 
-# The knobs that tell two configurations of the same tool apart: the runs.csv columns from
-# block_size to extra, as the harness writes them today.
-_COLUMNS = harness_results.COLUMNS
-KNOBS = _COLUMNS[_COLUMNS.index("block_size"):_COLUMNS.index("extra") + 1]
+
+
+def knob_columns(runs: pd.DataFrame) -> list[str]:
+    """The knobs that tell two configurations of the same tool apart: the runs.csv columns from
+    block_size to extra, the hashers' own (whatever knob table the run had) among them."""
+    names = list(runs.columns)
+    return names[names.index("block_size"):names.index("extra") + 1]
 # Columns a runs.csv must have to be read at all; knob columns added to the harness later are
 # read as empty from older run directories.
 REQUIRED = ["label", "tool", "variant", "file", "file_size", "cache", "round", "wall_s",
@@ -136,7 +139,7 @@ def command_stats(runs: pd.DataFrame) -> pd.DataFrame:
     median_Bps of throughput over the successful executions only (NaN when none succeeded),
     and hash_ok_all (True/False when the tool prints a hash, NA otherwise)."""
     ok = succeeded(runs)
-    identity = ["label", "tool", "variant", "group"] + KNOBS + ["file_size", "cache"]
+    identity = ["label", "tool", "variant", "group"] + knob_columns(runs) + ["file_size", "cache"]
     rows = []
     for label, g in runs.groupby("label", sort=False):
         good = g[ok.loc[g.index]]

@@ -443,14 +443,10 @@ def measure(opts: Any) -> tuple[Path, int]:
     """Run a config (harness.run.Options) and return (the new run directory, run's exit code)."""
     from harness.run import run
 
-    out = Path(opts.out)
-    before = {d.name for d in out.iterdir()} if out.is_dir() else set()
-    code = run(opts)
-    new = [d for d in out.iterdir() if d.name not in before and is_run_dir(d)] if out.is_dir() else []
-    mine = [d for d in new if res.read_json(d / res.META_JSON).get("options") == dataclasses.asdict(opts)]
-    if not mine:
-        raise CheckError(f"the current run wrote no run directory under {out} (exit {code})")
-    return max(mine, key=lambda d: d.stat().st_mtime), code
+    outcome = run(opts)
+    if outcome.run_dir is None or not is_run_dir(outcome.run_dir):
+        raise CheckError(f"the current run wrote no run directory under {opts.out} (exit {outcome.code})")
+    return outcome.run_dir, outcome.code
 
 
 def is_run_dir(path: Path) -> bool:

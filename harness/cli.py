@@ -60,8 +60,20 @@ def _add_file_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
 
 
-def make_parser() -> argparse.ArgumentParser:
+# The subcommands whose modules load numpy and pandas: their full parsers are built only when one of
+# them is the command, so that `ringsum --help` and the others start fast.
+_HEAVY = {"check": "compare a run with a baseline run; exit 1 on a regression",
+          "baseline": "save or list baselines (results/baselines/<fingerprint_id>/)",
+          "instructions": "count the instructions of hashing a hot file (callgrind)",
+          "tune": "find the best hasher configuration without the full grid"}
+
+
+def make_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """`command`: the subcommand about to run, if known; None builds every parser in full."""
+    from harness import __version__
+
     ap = _Parser(prog="ringsum", description="Benchmark io_uring BLAKE3 file hashers.")
+    ap.add_argument("--version", action="version", version=f"ringsum {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     r = sub.add_parser("run", help="expand a config, run it, write a run directory")
     r.add_argument("config", nargs="?", help="config TOML (optional with --resume)")
@@ -79,6 +91,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("config")
     _add_file_args(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    k = sub.add_parser("knobs", help="the hashers' knobs as they describe themselves (docs/knobs.md)")
+    k.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
+    k.add_argument("--json", action="store_true", help="as JSON instead of a Markdown table")
     s = sub.add_parser("sysinfo", help="print the machine fingerprint and tool versions")
     s.add_argument("--file", metavar="PATH", help="describe the filesystem and device of this file")
     from analysis.cli import add_report_parser
@@ -87,9 +102,20 @@ def make_parser() -> argparse.ArgumentParser:
     co.add_argument("dirs", nargs="+", metavar="DIR", help="run directories, or directories holding them")
     co.add_argument("--out", default="results/fleet", metavar="DIR",
                     help="where fleet.md, fleet-runs.csv and fleet-machines.csv go (default results/fleet)")
-    _add_check_parsers(sub)
-    _add_tune_parser(sub)
+    full = command is None or command in _HEAVY
+    if full and command in (None, "check", "baseline", "instructions"):
+        _add_check_parsers(sub)
+    if full and command in (None, "tune"):
+        _add_tune_parser(sub)
+    for name, help_text in _HEAVY.items():
+        if name not in sub.choices:
+            sub.add_parser(name, help=help_text, add_help=False)
     return ap
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The subcommand named in argv (the first word that is not an option)."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def _fraction_arg(s: str) -> float:
@@ -104,7 +130,7 @@ def _fraction_arg(s: str) -> float:
 def _add_check_parsers(sub: Any) -> None:
     from harness import check
 
-    c = sub.add_parser("check", help="compare a run with a baseline run; exit 1 on a regression")
+    c = sub.add_parser("check", help=_HEAVY["check"])
     against = c.add_mutually_exclusive_group()
     against.add_argument("--baseline", metavar="RUN_DIR|NAME",
                          help="a run directory, or a baseline saved for this machine (a name, or `latest`)")
@@ -132,7 +158,7 @@ def _add_check_parsers(sub: Any) -> None:
     c.add_argument("--instruction-tolerance", type=_fraction_arg, metavar="PCT",
                    default=check.DEFAULT_INSTRUCTION_TOLERANCE, help="default 1%%")
 
-    b = sub.add_parser("baseline", help="save or list baselines (results/baselines/<fingerprint_id>/)")
+    b = sub.add_parser("baseline", help=_HEAVY["baseline"])
     bsub = b.add_subparsers(dest="baseline_cmd", required=True, parser_class=_Parser)
     bs = bsub.add_parser("save", help="keep a finished run as a baseline for this machine")
     bs.add_argument("run_dir", metavar="RUN_DIR")
@@ -143,7 +169,7 @@ def _add_check_parsers(sub: Any) -> None:
     bs.add_argument("--bin-dir", metavar="DIR", help="hasher binaries for --instructions")
     bsub.add_parser("list", help="list saved baselines")
 
-    i = sub.add_parser("instructions", help="count the instructions of hashing a hot file (callgrind)")
+    i = sub.add_parser("instructions", help=_HEAVY["instructions"])
     i.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
     i.add_argument("--file", metavar="PATH", help="file to hash (default: a random file of --size)")
     i.add_argument("--size", type=_size_arg, default=check.INSTRUCTION_FILE_SIZE, metavar="SIZE",
@@ -225,19 +251,13 @@ def _cmd_run(a: argparse.Namespace) -> int:
     opts = Options(config_path=a.config, file=a.file, size=a.size, dir=a.dir, out=a.out,
                    rounds=a.rounds, resume=a.resume, warm=a.warm, bin_dir=a.bin_dir, seed=a.seed,
                    against=a.against, yes=a.yes)
-    if not a.report:
-        return run(opts)
+    outcome = run(opts)
+    if not a.report or outcome.code > 1 or outcome.run_dir is None:
+        return outcome.code
     from analysis.cli import run_report
-    from harness.check import measure
 
-    if a.resume:
-        run_dir, code = Path(a.resume), run(opts)
-    else:
-        run_dir, code = measure(opts)  # this run's own directory, whatever else is under --out
-    if code > 1:
-        return code
-    reported = run_report(argparse.Namespace(run_dirs=[str(run_dir)], out=None, trace_labels=None))
-    return code or reported
+    reported = run_report(argparse.Namespace(run_dirs=[str(outcome.run_dir)], out=None, trace_labels=None))
+    return outcome.code or reported
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
@@ -328,7 +348,7 @@ def _minutes_arg(s: str) -> float:
 def _add_tune_parser(sub: Any) -> None:
     from harness.tune import DEFAULT_SPACE
 
-    t = sub.add_parser("tune", help="find the best hasher configuration without the full grid")
+    t = sub.add_parser("tune", help=_HEAVY["tune"])
     t.add_argument("--space", default=str(DEFAULT_SPACE), metavar="CONFIG",
                    help="config whose hasher commands are the space (default configs/tune.toml)")
     t.add_argument("--file", metavar="PATH", help="test file (default: the space's run.file / run.file_size)")
@@ -360,14 +380,30 @@ def _cmd_tune(a: argparse.Namespace) -> int:
         return 2
 
 
+def _cmd_knobs(a: argparse.Namespace) -> int:
+    import dataclasses
+
+    from harness.knobs import load_knobs, markdown_table
+
+    table = load_knobs(a.bin_dir)
+    if a.json:
+        print(json.dumps([dataclasses.asdict(k) for k in table], indent=2))
+    else:
+        print(markdown_table(table), end="")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    a = make_parser(_command_of(args) or "").parse_args(args)
+
     from harness.cache import CacheError
     from harness.check import CheckError
     from harness.files import FileError
+    from harness.knobs import KnobsError
     from harness.run import SetupError
     from harness.state import StateError
 
-    a = make_parser().parse_args(argv)
     try:
         if a.cmd == "tune":
             return _cmd_tune(a)
@@ -377,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_plan(a)
         if a.cmd == "sysinfo":
             return _cmd_sysinfo(a)
+        if a.cmd == "knobs":
+            return _cmd_knobs(a)
         if a.cmd == "collect":
             from analysis.fleet import run_collect
             return run_collect(a.dirs, a.out)
@@ -384,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
             from analysis.cli import run_report
             return run_report(a)
         return _cmd_run(a)
-    except (ConfigError, PlanError, SetupError, CheckError, FileError, StateError) as e:
+    except (ConfigError, PlanError, SetupError, CheckError, FileError, StateError, KnobsError) as e:
         print(f"ringsum: {e}", file=sys.stderr)
         return 2
     except CacheError as e:

@@ -41,6 +41,13 @@ Schema (all keys optional unless noted)::
     exclude = [{ direct = false, block_size = "2M" }]    # drop combinations matching all keys
     constraints = ["block_size * buffers <= 64M"]        # keep only combinations satisfying all
 
+    [[commands]]               # any program as a baseline (no Python change); one group per table
+    name = "sha"               # required: group name
+    argv = ["sha{bits}sum", "{file}"]   # required: {file} the test file, {PARAM} from params
+    params = { bits = [1, 256] }        # optional: one command per combination (hyperfine's -L)
+    reads_only = true          # a plain reader: it counts for the speed limit
+    blake3 = true              # prints the file's BLAKE3 hash as b3sum does: checked like b3sum's
+
     [baselines]                # each value: true, a table, or a list of tables
     cat = true
     dd = { bs = ["64K", "2M"], direct = [false, true] }
@@ -60,13 +67,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.units import format_size, parse_size
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-HASHER_VARIANTS = ("liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread", "uring_b3sum")
-BASELINE_TOOLS = ("cat", "dd", "b3sum", "xxhsum", "fio")
-READ_TOOLS = ("cat", "dd", "fio")  # read the file and nothing else: the speed limit is the fastest of them
+from harness.knobs import KnobsError, KnobTable, load_knobs
+from harness.tools import READ_TOOLS, TOOLS  # noqa: F401 (READ_TOOLS: re-export)
+from harness.units import parse_size
+from harness.values import Buffers, Parser, boolean, buffers, posint, show, size
+from harness.variants import REPO_ROOT, VARIANTS
+BASELINE_TOOLS = tuple(TOOLS)
 # The `limit` group every config gets unless `[baselines] limit = false`: enough read-only commands
 # to find the fastest plain read of the file (cat's read-ahead, small and large buffered reads,
 # io_uring reads buffered and O_DIRECT, shallow with the article's best and deep). Commands the
@@ -79,7 +85,6 @@ LIMIT_BASELINES: dict[str, Any] = {
             {"bs": "512K", "iodepth": 8, "direct": False}],
 }
 LIMIT_KEY = "baselines.limit"
-XXH_ALGOS = {"xxh32": 0, "xxh64": 1, "xxh128": 2, "xxh3": 3}
 
 
 class ConfigError(Exception):
@@ -91,114 +96,13 @@ def _one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
-def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return '"' + value.replace('"', '\\"') + '"'
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, list):
-        return "a list"
-    return repr(value)
+# How a knob of each type of the hashers' table (harness/knobs.py) is read from a config.
+_HASHER_PARSERS: dict[str, Parser] = {"size": size, "count": posint, "buffers": buffers, "flag": boolean}
 
 
-# --- knob value parsers: each returns the canonical value or raises ValueError ---
-
-def _size(v: Any) -> int:
-    n = parse_size(v)
-    if n <= 0:
-        raise ValueError(f"expected a positive size like 512K, got {_show(v)}")
-    return n
-
-
-def _posint(v: Any) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise ValueError(f"expected a positive integer, got {_show(v)}")
-    return v
-
-
-def _bool(v: Any) -> bool:
-    if not isinstance(v, bool):
-        raise ValueError(f"expected true or false, got {_show(v)}")
-    return v
-
-
-_BUFFERS_RE = re.compile(r"^\s*(?:(\d+)\s*\*\s*)?queue_depth\s*$")
-
-
-def _buffers(v: Any) -> "Buffers":
-    """buffers: an absolute count, or a multiple of queue_depth ("queue_depth", "2*queue_depth")."""
-    if isinstance(v, str):
-        m = _BUFFERS_RE.match(v)
-        if m and (m.group(1) is None or int(m.group(1)) > 0):
-            return Buffers(per_queue_depth=int(m.group(1) or 1))
-        raise ValueError(f'expected a positive integer, "queue_depth" or "N*queue_depth", got {_show(v)}')
-    return Buffers(count=_posint(v))
-
-
-def _threads(v: Any) -> int | None:
-    if v == "all":
-        return None
-    try:
-        return _posint(v)
-    except ValueError:
-        raise ValueError(f'expected a positive integer or "all", got {_show(v)}') from None
-
-
-def _xxh_algo(v: Any) -> str:
-    if not isinstance(v, str) or v not in XXH_ALGOS:
-        raise ValueError(f"expected one of {', '.join(XXH_ALGOS)}, got {_show(v)}")
-    return v
-
-
-@dataclass(frozen=True)
-class Buffers:
-    """Number of buffers: either `count`, or `per_queue_depth` x queue_depth."""
-
-    count: int | None = None
-    per_queue_depth: int | None = None
-
-    def resolve(self, queue_depth: int) -> int:
-        return self.count if self.count is not None else (self.per_queue_depth or 1) * queue_depth
-
-    def __str__(self) -> str:
-        if self.count is not None:
-            return str(self.count)
-        return "queue_depth" if self.per_queue_depth == 1 else f"{self.per_queue_depth}*queue_depth"
-
-
-# The hashers' on/off knobs: knob name -> (command-line flag, word in the command's label).
-# The first four are the article's; the positional style can express only those.
-HASHER_FLAGS: dict[str, tuple[str, str]] = {
-    "direct": ("--direct", "direct"),
-    "process_in_inner_loop": ("--process-in-inner-loop", "inner"),
-    "drain": ("--drain", "drain"),
-    "link": ("--link", "link"),
-    "fixed_buffers": ("--fixed-buffers", "fixedbuf"),
-    "fixed_file": ("--fixed-file", "fixedfile"),
-    "sqpoll": ("--sqpoll", "sqpoll"),
-    "submit_and_wait": ("--submit-and-wait", "submitwait"),
-    "iopoll": ("--iopoll", "iopoll"),
-    "parallel_hash": ("--parallel-hash", "parhash"),
-    "fadvise_sequential": ("--fadvise-sequential", "seq"),
-}
-ARTICLE_FLAGS = ("direct", "process_in_inner_loop", "drain", "link")
-
-# knob name -> (parser, default values) for each kind of group
-KNOBS: dict[str, dict[str, tuple[Callable[[Any], Any], tuple[Any, ...]]]] = {
-    "hasher": {
-        "block_size": (_size, (512 << 10,)),
-        "queue_depth": (_posint, (4,)),
-        "buffers": (_buffers, (Buffers(per_queue_depth=1),)),
-        **{flag: (_bool, (False,)) for flag in HASHER_FLAGS},
-    },
-    "cat": {},
-    "dd": {"bs": (_size, (1 << 20,)), "direct": (_bool, (False,))},
-    "b3sum": {"num_threads": (_threads, (None,)), "no_mmap": (_bool, (False,))},
-    "xxhsum": {"algo": (_xxh_algo, ("xxh64",))},
-    "fio": {"bs": (_size, (512 << 10,)), "iodepth": (_posint, (2,)), "direct": (_bool, (True,))},
-}
+def hasher_knobs(table: KnobTable) -> dict[str, tuple[Parser, tuple[Any, ...]]]:
+    """A hasher group's knobs: each of the table's, parsed by its type, the article's default."""
+    return {k.name: (_HASHER_PARSERS[k.type], (_HASHER_PARSERS[k.type](k.default),)) for k in table}
 
 
 _CONSTRAINT_RE = re.compile(
@@ -244,6 +148,9 @@ class Group:
     style: str = "options"  # hasher argv style: "options" or "positional"
     trace: bool = True  # hashers: one extra untimed --trace run per configuration
     key: str = ""  # where it came from in the file, for messages
+    argv: tuple[str, ...] = ()  # [[commands]]: the program and its words, {file} and {param} placeholders
+    reads_only: bool = False  # [[commands]]: a plain reader, one of the speed limit's
+    blake3: bool = False  # [[commands]]: prints the file's BLAKE3 hash as b3sum does; checked
 
 
 @dataclass(frozen=True)
@@ -303,6 +210,7 @@ class Config:
                 "grid": {k: [conv(x) for x in v] for k, v in g.grid.items()},
                 "exclude": [{k: [conv(x) for x in v] for k, v in e.items()} for e in g.exclude],
                 "constraints": [c.text for c in g.constraints],
+                **({"argv": list(g.argv), "reads_only": g.reads_only, "blake3": g.blake3} if g.kind == "command" else {}),
             }
 
         return {
@@ -348,10 +256,19 @@ def with_baseline_build(config: Config, bin_dir: str | Path) -> Config:
 
 
 class _Ctx:
-    """Carries the file name for error messages."""
+    """Carries the file name for error messages, and the hashers' knob table once a hasher group needs it."""
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self._hasher_knobs: dict[str, tuple[Parser, tuple[Any, ...]]] | None = None
+
+    def hasher_knobs(self) -> dict[str, tuple[Parser, tuple[Any, ...]]]:
+        if self._hasher_knobs is None:
+            try:
+                self._hasher_knobs = hasher_knobs(load_knobs())
+            except KnobsError as e:
+                raise self.err("hashers", str(e)) from None
+        return self._hasher_knobs
 
     def err(self, key: str, msg: str) -> ConfigError:
         text = f"{self.path}: {key}: {msg}" if key else f"{self.path}: {msg}"
@@ -359,7 +276,7 @@ class _Ctx:
 
     def table(self, value: Any, key: str) -> dict[str, Any]:
         if not isinstance(value, dict):
-            raise self.err(key, f"expected a table, got {_show(value)}")
+            raise self.err(key, f"expected a table, got {show(value)}")
         return value
 
     def check_keys(self, table: dict[str, Any], key: str, allowed: set[str] | dict[str, Any]) -> None:
@@ -385,10 +302,10 @@ class _Ctx:
 
 def _parse_constraint(ctx: _Ctx, text: Any, key: str, knobs: dict[str, Any]) -> Constraint:
     if not isinstance(text, str):
-        raise ctx.err(key, f'expected a string like "block_size * buffers <= 64M", got {_show(text)}')
+        raise ctx.err(key, f'expected a string like "block_size * buffers <= 64M", got {show(text)}')
     m = _CONSTRAINT_RE.match(text)
     if not m:
-        raise ctx.err(key, f'cannot parse {_show(text)}; expected "A [* B] OP C" with OP one of <= < >= > == !=')
+        raise ctx.err(key, f'cannot parse {show(text)}; expected "A [* B] OP C" with OP one of <= < >= > == !=')
 
     def operand(tok: str) -> str | int:
         if tok in knobs:
@@ -403,7 +320,7 @@ def _parse_constraint(ctx: _Ctx, text: Any, key: str, knobs: dict[str, Any]) -> 
 
 
 def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_name: str) -> Group:
-    knobs = KNOBS[kind]
+    knobs = ctx.hasher_knobs() if kind == "hasher" else TOOLS[kind].knobs
     common = {"name", "exclude", "constraints"}
     extra = {"variant", "path", "style", "trace"} if kind == "hasher" else set()
     ctx.check_keys(table, key, set(knobs) | common | extra)
@@ -411,24 +328,24 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
     variant, path, style, trace = kind, None, "options", True
     if kind == "hasher":
         if "variant" not in table:
-            raise ctx.err(f"{key}.variant", f"missing (e.g. {HASHER_VARIANTS[0]!r})")
+            raise ctx.err(f"{key}.variant", f"missing (e.g. {VARIANTS[0]!r})")
         variant = table["variant"]
         if not isinstance(variant, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]+", variant):
-            raise ctx.err(f"{key}.variant", f"expected a program name, got {_show(variant)}")
+            raise ctx.err(f"{key}.variant", f"expected a program name, got {show(variant)}")
         default_name = variant
         path = table.get("path")
         if path is not None and (not isinstance(path, str) or not path):
-            raise ctx.err(f"{key}.path", f"expected a path string, got {_show(path)}")
+            raise ctx.err(f"{key}.path", f"expected a path string, got {show(path)}")
         style = table.get("style", "options")
         if style not in ("options", "positional"):
-            raise ctx.err(f"{key}.style", f'expected "options" or "positional", got {_show(style)}')
+            raise ctx.err(f"{key}.style", f'expected "options" or "positional", got {show(style)}')
         trace = table.get("trace", True)
         if not isinstance(trace, bool):
-            raise ctx.err(f"{key}.trace", f"expected true or false, got {_show(trace)}")
+            raise ctx.err(f"{key}.trace", f"expected true or false, got {show(trace)}")
 
     name = table.get("name", default_name)
     if not isinstance(name, str) or not name.strip():
-        raise ctx.err(f"{key}.name", f"expected a non-empty string, got {_show(name)}")
+        raise ctx.err(f"{key}.name", f"expected a non-empty string, got {show(name)}")
 
     grid = {}
     for knob, (parse, default) in knobs.items():
@@ -441,7 +358,7 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
     exclude = []
     ex = table.get("exclude", [])
     if not isinstance(ex, list):
-        raise ctx.err(f"{key}.exclude", f"expected a list of tables, got {_show(ex)}")
+        raise ctx.err(f"{key}.exclude", f"expected a list of tables, got {show(ex)}")
     for i, rule in enumerate(ex):
         rkey = f"{key}.exclude[{i}]"
         rule = ctx.table(rule, rkey)
@@ -452,12 +369,49 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
 
     cons = table.get("constraints", [])
     if not isinstance(cons, list):
-        raise ctx.err(f"{key}.constraints", f"expected a list of strings, got {_show(cons)}")
+        raise ctx.err(f"{key}.constraints", f"expected a list of strings, got {show(cons)}")
     constraints = tuple(
         _parse_constraint(ctx, c, f"{key}.constraints[{i}]", knobs) for i, c in enumerate(cons)
     )
     return Group(kind=kind, name=name, variant=variant, grid=grid, exclude=tuple(exclude),
                  constraints=constraints, path=path, style=style, trace=trace, key=key)
+
+
+PLACEHOLDER = re.compile(r"\{(\w+)\}")
+FILE_PLACEHOLDER = "file"
+
+
+def _param(v: Any) -> str | int:
+    if isinstance(v, bool) or not isinstance(v, (str, int)):
+        raise ValueError(f"expected a string or an integer, got {show(v)}")
+    return v
+
+
+def _parse_commands(ctx: _Ctx, table: dict[str, Any], key: str) -> Group:
+    """[[commands]]: any program as a baseline, its argv with {file} and {PARAM} placeholders, each
+    PARAM a value or a list (one command per combination, as hyperfine's -L)."""
+    ctx.check_keys(table, key, {"name", "argv", "params", "reads_only", "blake3"})
+    name = table.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ctx.err(f"{key}.name", f"expected a non-empty string, got {show(name)}" if name is not None else "missing")
+    argv = table.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
+        raise ctx.err(f"{key}.argv", f'expected a non-empty list of words like ["sha256sum", "{{file}}"], got {show(argv)}')
+    params = ctx.table(table.get("params", {}), f"{key}.params")
+    grid = {p: ctx.values(v, f"{key}.params.{p}", _param) for p, v in params.items()}
+    used = {m for a in argv for m in PLACEHOLDER.findall(a)}
+    for p in sorted(used - set(grid) - {FILE_PLACEHOLDER}):
+        raise ctx.err(f"{key}.argv", f"{{{p}}} is neither {{file}} nor one of params ({', '.join(grid) or 'none'})")
+    for p in sorted(set(grid) - used):
+        raise ctx.err(f"{key}.params.{p}", f"not used in argv (put {{{p}}} in a word)")
+    if FILE_PLACEHOLDER not in used:
+        raise ctx.err(f"{key}.argv", "no {file}: the command must read the test file")
+    flags = {}
+    for flag in ("reads_only", "blake3"):
+        flags[flag] = table.get(flag, False)
+        if not isinstance(flags[flag], bool):
+            raise ctx.err(f"{key}.{flag}", f"expected true or false, got {show(flags[flag])}")
+    return Group(kind="command", name=name, variant=name, grid=grid, key=key, argv=tuple(argv), **flags)
 
 
 def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
@@ -473,34 +427,34 @@ def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
             except ValueError as e:
                 raise ctx.err(f"run.{k}", str(e)) from None
 
-    get("rounds", _posint)
-    get("runs_per_round", _posint)
-    get("probes", _posint)
-    get("trace", _bool)
+    get("rounds", posint)
+    get("runs_per_round", posint)
+    get("probes", posint)
+    get("trace", boolean)
 
     def cache(v: Any) -> str:
         if v not in ("cold", "warm"):
-            raise ValueError(f'expected "cold" or "warm", got {_show(v)}')
+            raise ValueError(f'expected "cold" or "warm", got {show(v)}')
         return v
 
     def number(v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise ValueError(f"expected a positive number, got {_show(v)}")
+            raise ValueError(f"expected a positive number, got {show(v)}")
         return float(v)
 
     def fraction(v: Any) -> float:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-            raise ValueError(f"expected a number between 0 and 1, got {_show(v)}")
+            raise ValueError(f"expected a number between 0 and 1, got {show(v)}")
         return float(v)
 
     def string(v: Any) -> str:
         if not isinstance(v, str) or not v:
-            raise ValueError(f"expected a non-empty string, got {_show(v)}")
+            raise ValueError(f"expected a non-empty string, got {show(v)}")
         return v
 
     def seed(v: Any) -> int:
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"expected a non-negative integer, got {_show(v)}")
+            raise ValueError(f"expected a non-negative integer, got {show(v)}")
         return v
 
     get("cache", cache)
@@ -513,16 +467,16 @@ def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
     if "file" in table:
         kw["files"] = ctx.values(table["file"], "run.file", string)
     if "file_size" in table:
-        kw["file_sizes"] = ctx.values(table["file_size"], "run.file_size", _size)
+        kw["file_sizes"] = ctx.values(table["file_size"], "run.file_size", size)
     if "nominal" in table:
         nom = ctx.table(table["nominal"], "run.nominal")
         ctx.check_keys(nom, "run.nominal", {"read", "hash_per_core", "overhead_s"})
         nkw: dict[str, float] = {}
         try:
             if "read" in nom:
-                nkw["read_Bps"] = float(_size(nom["read"]))
+                nkw["read_Bps"] = float(size(nom["read"]))
             if "hash_per_core" in nom:
-                nkw["hash_per_core_Bps"] = float(_size(nom["hash_per_core"]))
+                nkw["hash_per_core_Bps"] = float(size(nom["hash_per_core"]))
         except ValueError as e:
             raise ctx.err("run.nominal", str(e)) from None
         if "overhead_s" in nom:
@@ -541,7 +495,7 @@ def parse_config(text: str, path: str) -> Config:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ctx.err("", f"invalid TOML: {e}") from None
-    ctx.check_keys(raw, "", {"run", "hashers", "baselines"})
+    ctx.check_keys(raw, "", {"run", "hashers", "commands", "baselines"})
 
     run = _parse_run(ctx, ctx.table(raw.get("run", {}), "run"))
 
@@ -553,12 +507,17 @@ def parse_config(text: str, path: str) -> Config:
         key = f"hashers[{i}]"
         groups.append(_parse_group(ctx, "hasher", ctx.table(h, key), key, ""))
 
+    commands = raw.get("commands", [])
+    if not isinstance(commands, list):
+        raise ctx.err("commands", "expected an array of tables ([[commands]])")
+    groups += [_parse_commands(ctx, ctx.table(t, f"commands[{i}]"), f"commands[{i}]") for i, t in enumerate(commands)]
+
     baselines = ctx.table(raw.get("baselines", {}), "baselines")
     ctx.check_keys(baselines, "baselines", {*BASELINE_TOOLS, "limit"})
     groups += _baseline_groups(ctx, baselines, "baselines", "")
     limit = baselines.get("limit", True)
     if not isinstance(limit, bool):
-        raise ctx.err(LIMIT_KEY, f"expected true or false, got {_show(limit)}")
+        raise ctx.err(LIMIT_KEY, f"expected true or false, got {show(limit)}")
     limit_groups = _baseline_groups(ctx, LIMIT_BASELINES, LIMIT_KEY, "limit-") if limit else []
 
     if not groups:
@@ -594,7 +553,7 @@ def _baseline_groups(ctx: _Ctx, baselines: dict[str, Any], where: str, prefix: s
                 name = prefix + (tool if j == 0 else f"{tool}-{j}")
                 groups.append(_parse_group(ctx, tool, ctx.table(t, k), k, name))
         else:
-            raise ctx.err(key, f"expected true, false, a table or a list of tables, got {_show(value)}")
+            raise ctx.err(key, f"expected true, false, a table or a list of tables, got {show(value)}")
     return groups
 
 
@@ -608,6 +567,3 @@ def load_config(path: str | os.PathLike[str]) -> Config:
         raise ConfigError(f"{p}: cannot read config: {e}") from None
     return parse_config(text, str(path))
 
-
-def describe_size(n: int) -> str:
-    return format_size(n)

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import re
-import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness.config import ARTICLE_FLAGS, HASHER_FLAGS, REPO_ROOT, XXH_ALGOS, Config, Group
+from harness.config import FILE_PLACEHOLDER, PLACEHOLDER, Buffers, Config, Group
+from harness.knobs import Knob, load_knobs
+from harness.tools import COMMAND, FIO_FILE, FIO_JSON, READER, TOOLS, find_tool  # noqa: F401 (re-export)
 from harness.units import format_size
+from harness.variants import variant as registered_variant
 
-FIO_JSON = "{FIO_JSON}"  # placeholder in fio argv, replaced by a fresh path per execution
 TRACE = "{TRACE}"  # the word after a hasher's --trace, replaced by the trace file's path
-# fio parses its --filename (':' separates files, '\\' is not an escape, a missing file is created
-# and laid out): the run hands it a path of its own making that names the test file (see run.py).
-FIO_FILE = "{FIO_FILE}"
 HASHING_TOOLS = ("hasher", "b3sum")  # tools whose stdout is b3sum-format and is checked
 BLAKE3_GROUP = "blake3-in-memory"
 
@@ -48,24 +47,21 @@ class Command:
     queue_depth: int | None = None
     buffers: int | None = None
     direct: bool | None = None
-    process_in_inner_loop: bool | None = None
-    drain: bool | None = None
-    link: bool | None = None
-    fixed_buffers: bool | None = None
-    fixed_file: bool | None = None
-    sqpoll: bool | None = None
-    submit_and_wait: bool | None = None
-    iopoll: bool | None = None
-    parallel_hash: bool | None = None
-    fadvise_sequential: bool | None = None
+    knobs: dict[str, Any] = field(default_factory=dict)  # hashers: the table's other knobs (harness/knobs.py)
     num_threads: int | None = None
     mmap: bool | None = None
     extra: str = ""
     trace_argv: tuple[str, ...] | None = None  # hashers: argv with `--trace {TRACE}`
+    blake3: bool = False  # a [[commands]] entry that prints the BLAKE3 hash as b3sum does
+
+    def knob_values(self) -> dict[str, Any]:
+        """A hasher's every knob by name, in the table's order (the shared ones first)."""
+        return {"block_size": self.block_size, "queue_depth": self.queue_depth, "buffers": self.buffers,
+                "direct": self.direct, **self.knobs}
 
     @property
     def hashes(self) -> bool:
-        return self.tool in HASHING_TOOLS
+        return self.tool in HASHING_TOOLS or self.blake3
 
     def argv_with(self, fio_json: str, fio_file: str) -> list[str]:
         """Only fio's own option words change: a test file named like a placeholder stays as it is."""
@@ -81,6 +77,9 @@ class Command:
     @staticmethod
     def from_json(d: dict[str, Any]) -> "Command":
         d = dict(d)
+        # a plan.json written before the knob table kept each knob as a field of its own
+        own = {f.name for f in fields(Command)}
+        d["knobs"] = {**{k: d.pop(k) for k in list(d) if k not in own}, **d.get("knobs", {})}
         d["argv"] = tuple(d["argv"])
         d["trace_argv"] = tuple(d["trace_argv"]) if d.get("trace_argv") else None
         return Command(**d)
@@ -102,15 +101,6 @@ class Plan:
     @property
     def traced_executions(self) -> int:
         return sum(1 for c in self.commands if c.trace_argv)
-
-
-def find_tool(name: str) -> Path | None:
-    """b3sum is looked up in <repo>/.tools/bin first, every tool then on PATH."""
-    local = REPO_ROOT / ".tools" / "bin" / name
-    if local.is_file() and os.access(local, os.X_OK):
-        return local
-    found = shutil.which(name)
-    return Path(found) if found else None
 
 
 def hasher_binary(config: Config, group: Group) -> Path:
@@ -142,69 +132,76 @@ def _expand_grid(group: Group) -> list[dict[str, Any]]:
     return out
 
 
+def knob_word(k: Knob, value: Any) -> str:
+    """A knob's value as its option and the label take it: sizes as 512K."""
+    return format_size(value) if k.type == "size" else str(value)
+
+
+def _hasher_command(config: Config, group: Group, knobs: dict[str, Any], common: dict[str, Any], tag: str) -> Command:
+    """A hasher's argv and label from the knob table: every number is passed, every flag that is on;
+    the label names the article's numbers, any other that is not at its default, and the flags on."""
+    table = load_knobs()
+    prog = str(hasher_binary(config, group))
+    file = common["file"]
+    values = {name: v.resolve(knobs["queue_depth"]) if isinstance(v, Buffers) else v for name, v in knobs.items()}
+    opts: list[str] = []
+    words: list[str] = []
+    for k in table:
+        value = values[k.name]
+        if k.is_flag:
+            opts += [k.option] * value
+            words += [k.label] * value
+        else:
+            opts += [k.option, knob_word(k, value)]
+            if k.positional or value != k.default:
+                words.append(f"{k.label}={knob_word(k, value)}")
+    if group.style == "positional":
+        beyond = [k.name for k in table if not k.positional and values[k.name] != k.default]
+        if beyond:
+            raise PlanError(f"group {group.name!r}: the positional style cannot express {', '.join(beyond)}")
+        article = sorted((k for k in table if k.positional), key=lambda k: k.positional)
+        args = [str(values[k.name] // 1024 if k.type == "size" else int(values[k.name])) for k in article]
+        registered = registered_variant(group.variant)
+        flag = ["--positional"] if registered and registered.positional_flag else []
+        argv = [prog, *flag, file, *args]
+        label = f"{group.variant} {' '.join(args)}"
+        extra = "positional"
+    else:
+        argv = [prog, *opts, "--", file]
+        # A group with its own binary is told apart from the built variant by its name.
+        label = " ".join([group.name if group.path else group.variant, *words])
+        extra = ""
+    return Command(label=label + tag, slug="", tool="hasher", variant=group.variant, argv=tuple(argv),
+                   block_size=values["block_size"], queue_depth=values["queue_depth"], buffers=values["buffers"],
+                   direct=values["direct"], knobs={name: values[name] for name in table.own}, extra=extra,
+                   trace_argv=tuple([prog, *opts, "--trace", TRACE, "--", file]) if group.trace else None,
+                   **common)
+
+
+def _custom_command(group: Group, params: dict[str, Any], common: dict[str, Any], tag: str) -> Command:
+    """A [[commands]] entry: its argv with the placeholders filled, the program found as tools are."""
+    values = {**{k: str(v) for k, v in params.items()}, FILE_PLACEHOLDER: common["file"]}
+    argv = [PLACEHOLDER.sub(lambda m: values[m.group(1)], word) for word in group.argv]
+    if "/" not in argv[0]:
+        argv[0] = str(find_tool(argv[0]) or argv[0])
+    label = " ".join([group.name, *(f"{k}={v}" for k, v in params.items())])
+    return Command(label=label + tag, slug="", tool=READER if group.reads_only else COMMAND, variant=group.name,
+                   argv=tuple(argv), blake3=group.blake3, extra=" ".join(f"{k}={v}" for k, v in params.items()),
+                   **common)
+
+
 def _commands_for(config: Config, group: Group, knobs: dict[str, Any], f: FileSpec,
                   tag: str) -> Command:
     file = f.path
     common: dict[str, Any] = dict(group=group.name, file=file, file_size=f.size)
     if group.kind == "hasher":
-        prog = str(hasher_binary(config, group))
-        bs, qd = knobs["block_size"], knobs["queue_depth"]
-        buf = knobs["buffers"].resolve(qd)
-        flags = {knob: knobs[knob] for knob in HASHER_FLAGS}
-        opts = ["--block-size", format_size(bs), "--queue-depth", str(qd), "--buffers", str(buf)]
-        opts += [HASHER_FLAGS[knob][0] for knob, on in flags.items() if on]
-        if group.style == "positional":
-            beyond = [knob for knob, on in flags.items() if on and knob not in ARTICLE_FLAGS]
-            if beyond:
-                raise PlanError(f"group {group.name!r}: the positional style cannot express {', '.join(beyond)}")
-            args = [str(bs // 1024), str(qd), str(int(flags["direct"])), str(int(flags["process_in_inner_loop"])),
-                    str(buf), str(int(flags["drain"])), str(int(flags["link"]))]
-            # uring_b3sum takes its arguments as b3sum does: the article's form only after --positional.
-            argv = [prog, *(["--positional"] if group.variant == "uring_b3sum" else []), file, *args]
-            label = f"{group.variant} {' '.join(args)}"
-            extra = "positional"
-        else:
-            argv = [prog, *opts, "--", file]
-            # A group with its own binary is told apart from the built variant by its name.
-            label = f"{group.name if group.path else group.variant} bs={format_size(bs)} qd={qd} buf={buf}"
-            label += "".join(f" {HASHER_FLAGS[knob][1]}" for knob, on in flags.items() if on)
-            extra = ""
-        return Command(label=label + tag, slug="", tool="hasher", variant=group.variant,
-                       argv=tuple(argv), block_size=bs, queue_depth=qd, buffers=buf, **flags,
-                       extra=extra,
-                       trace_argv=tuple([prog, *opts, "--trace", TRACE, "--", file]) if group.trace else None,
-                       **common)
-    tool = group.kind
-    exe = str(find_tool(tool) or tool)
-    if tool == "cat":
-        return Command(label="cat" + tag, slug="", tool=tool, variant=tool, argv=(exe, "--", file), **common)
-    if tool == "dd":
-        bs, direct = knobs["bs"], knobs["direct"]
-        argv = [exe, f"if={file}", "of=/dev/null", f"bs={bs}"] + ["iflag=direct"] * direct + ["status=none"]
-        label = f"dd bs={format_size(bs)}" + " iflag=direct" * direct
-        return Command(label=label + tag, slug="", tool=tool, variant=tool, argv=tuple(argv),
-                       block_size=bs, direct=direct, **common)
-    if tool == "b3sum":
-        nt, no_mmap = knobs["num_threads"], knobs["no_mmap"]
-        flags = (["--num-threads", str(nt)] if nt is not None else []) + ["--no-mmap"] * no_mmap
-        label = " ".join(["b3sum", *flags])
-        return Command(label=label + tag, slug="", tool=tool, variant=tool, argv=(exe, *flags, "--", file),
-                       num_threads=nt, mmap=not no_mmap, **common)
-    if tool == "xxhsum":
-        algo = knobs["algo"]
-        flags = [] if algo == "xxh64" else [f"-H{XXH_ALGOS[algo]}"]
-        return Command(label=" ".join(["xxhsum", *flags]) + tag, slug="", tool=tool, variant=tool,
-                       argv=(exe, *flags, "--", file), extra="" if algo == "xxh64" else algo, **common)
-    if tool == "fio":
-        bs, depth, direct = knobs["bs"], knobs["iodepth"], knobs["direct"]
-        argv = [exe, "--name=ringsum", f"--filename={FIO_FILE}", "--allow_file_create=0", "--rw=read",
-                f"--bs={bs}", "--ioengine=io_uring", f"--iodepth={depth}", f"--direct={int(direct)}",
-                "--numjobs=1", f"--size={f.size}", "--invalidate=0",
-                "--output-format=json", f"--output={FIO_JSON}"]
-        label = f"fio bs={format_size(bs)} iodepth={depth} direct={int(direct)}"
-        return Command(label=label + tag, slug="", tool=tool, variant=tool, argv=tuple(argv),
-                       block_size=bs, queue_depth=depth, direct=direct, **common)
-    raise AssertionError(f"unknown group kind {group.kind}")
+        return _hasher_command(config, group, knobs, common, tag)
+    if group.kind == "command":
+        return _custom_command(group, knobs, common, tag)
+    tool = TOOLS[group.kind]
+    made = tool.command(str(find_tool(tool.name) or tool.name), knobs, f.path, f.size)
+    return Command(label=made.label + tag, slug="", tool=tool.name, variant=tool.name, argv=tuple(made.argv),
+                   **made.fields, **common)
 
 
 def blake3_groups(config: Config) -> list[Group]:
@@ -256,10 +253,7 @@ def build_plan(config: Config, files: list[FileSpec]) -> Plan:
                 while slug in slugs:
                     slug, n = f"{base}-{n}", n + 1
                 slugs.add(slug)
-                fields = {**asdict(c), "slug": slug}
-                if not config.run.trace:
-                    fields["trace_argv"] = None
-                commands.append(Command(**fields))
+                commands.append(dataclasses.replace(c, slug=slug, trace_argv=c.trace_argv if config.run.trace else None))
     empty = [g for g in config.groups if not _expand_grid(g)]
     if config.groups and len(empty) == len(config.groups):
         raise PlanError(f"{config.path}: the exclude/constraints rules leave no command to run")
@@ -276,7 +270,8 @@ def build_plan(config: Config, files: list[FileSpec]) -> Plan:
 def _threads_used(c: Command, cores: int) -> int:
     if c.tool == "b3sum":
         return c.num_threads or cores
-    if c.tool == "hasher" and "multithread" in c.variant:
+    registered = registered_variant(c.variant) if c.tool == "hasher" else None
+    if registered and registered.parallel:
         return cores
     return 1
 
@@ -290,11 +285,10 @@ def estimate_execution_s(c: Command, cache: str, config: Config, cores: int | No
     if c.hashes:
         hash_s = c.file_size / (nom.hash_per_core_Bps * min(_threads_used(c, cores), cores))
         return max(read, hash_s) if (c.tool == "hasher" or cache == "warm") else read + hash_s * 0.2
-    if c.tool == "xxhsum":
-        return max(read, c.file_size / 6e9)
-    if c.tool == "fio":
-        return read + 0.3  # fio's own start-up (measured ~0.3 s)
-    return read
+    tool = TOOLS.get(c.tool)
+    if tool and tool.hash_Bps:
+        return max(read, c.file_size / tool.hash_Bps)
+    return read + (tool.start_s if tool else 0.0)
 
 
 @dataclass

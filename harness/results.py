@@ -9,11 +9,12 @@ import csv
 import io
 import json
 import os
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.config import HASHER_FLAGS
+from harness.knobs import load_knobs
+
 
 RUNS_CSV = "runs.csv"
 META_JSON = "meta.json"
@@ -34,16 +35,7 @@ class RunRecord:
     queue_depth: int | None
     buffers: int | None
     direct: bool | None
-    process_in_inner_loop: bool | None
-    drain: bool | None
-    link: bool | None
-    fixed_buffers: bool | None
-    fixed_file: bool | None
-    sqpoll: bool | None
-    submit_and_wait: bool | None
-    iopoll: bool | None
-    parallel_hash: bool | None
-    fadvise_sequential: bool | None
+    knobs: dict[str, Any]  # the hashers' own knobs (harness/knobs.py), a column each; {} for other tools
     num_threads: int | None
     mmap: bool | None
     extra: str
@@ -66,11 +58,27 @@ class RunRecord:
     error: str = ""  # why the row failed or is suspect; empty when fine
 
 
-COLUMNS = [f.name for f in fields(RunRecord)]
+_FIELDS = [f.name for f in fields(RunRecord)]
+FIXED = [name for name in _FIELDS if name != "knobs"]  # the columns every runs.csv has
 _INT = {"block_size", "queue_depth", "buffers", "num_threads", "file_size", "round", "position",
         "bytes", "exit_code"}
 _FLOAT = {"wall_s", "user_s", "sys_s", "throughput_Bps", "resident_before", "fio_bw_Bps", "fio_runtime_s"}
-_BOOL = {*HASHER_FLAGS, "mmap", "hash_ok"}
+_BOOL = {"direct", "mmap", "hash_ok"}
+
+
+def columns(knobs: Iterable[str]) -> list[str]:
+    """runs.csv's columns, in order: the record's fields with the hashers' own knobs in place of `knobs`."""
+    at = _FIELDS.index("knobs")
+    return _FIELDS[:at] + list(knobs) + _FIELDS[at + 1:]
+
+
+def _knob_value(s: str) -> Any:
+    """A knob column's cell: the table says flag or number, runs.csv says it again (True/False or digits)."""
+    if s == "":
+        return None
+    if s in ("True", "False"):
+        return s == "True"
+    return int(s)
 
 
 def _cell(v: Any) -> str:
@@ -95,10 +103,20 @@ def _uncell(name: str, s: str) -> Any:
     return s
 
 
-def record_line(rec: RunRecord) -> str:
+def record_line(rec: RunRecord, columns: list[str]) -> str:
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="\n").writerow([_cell(getattr(rec, c)) for c in COLUMNS])
+    row = [_cell(getattr(rec, c) if c in FIXED else rec.knobs.get(c)) for c in columns]
+    csv.writer(buf, lineterminator="\n").writerow(row)
     return buf.getvalue()
+
+
+def read_header(path: Path) -> list[str] | None:
+    """The columns of an existing runs.csv, None when there is none yet."""
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            return next(csv.reader(f), None)
+    except FileNotFoundError:
+        return None
 
 
 class RunsWriter:
@@ -106,13 +124,16 @@ class RunsWriter:
     most the row being written (a torn last line is cut off when the file is reopened). A write
     that fails (disk full) is cut off at once and raises OSError: the rows before it stay whole."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, knobs: Iterable[str] | None = None) -> None:
+        """`knobs`: the hashers' own knob columns of a new file (default: the built hashers' table);
+        a file resumed keeps its own."""
         self.path = path
         repair_csv(path)
+        self.columns = read_header(path) or columns(load_knobs().own if knobs is None else knobs)
         new = not path.exists() or path.stat().st_size == 0
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         if new:
-            self._write(",".join(COLUMNS) + "\n")
+            self._write(",".join(self.columns) + "\n")
 
     def _write(self, text: str) -> None:
         data = text.encode("utf-8")
@@ -129,7 +150,7 @@ class RunsWriter:
             raise
 
     def append(self, rec: RunRecord) -> None:
-        self._write(record_line(rec))
+        self._write(record_line(rec, self.columns))
 
     def close(self) -> None:
         os.close(self._fd)
@@ -161,12 +182,18 @@ def read_records(path: Path) -> list[RunRecord]:
     text = path.read_text(encoding="utf-8")
     if text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]
-    rows = list(csv.DictReader(io.StringIO(text)))
+    reader = csv.DictReader(io.StringIO(text))
+    knobs = knob_columns(reader.fieldnames or [])
     out = []
-    for r in rows:
-        kw = {c: _uncell(c, r.get(c, "") or "") for c in COLUMNS}
-        out.append(RunRecord(**kw))
+    for r in reader:
+        kw = {c: _uncell(c, r.get(c, "") or "") for c in FIXED}
+        out.append(RunRecord(**kw, knobs={c: _knob_value(r.get(c) or "") for c in knobs}))
     return out
+
+
+def knob_columns(header: list[str]) -> list[str]:
+    """The hashers' own knob columns of a runs.csv: every column that is not a fixed one."""
+    return [c for c in header if c not in FIXED]
 
 
 def read_runs(path: str | Path) -> "Any":
@@ -177,7 +204,12 @@ def read_runs(path: str | Path) -> "Any":
     if p.is_dir():
         p = p / RUNS_CSV
     recs = read_records(p)
-    df = pd.DataFrame([asdict(r) for r in recs], columns=COLUMNS)
+    knobs = knob_columns(read_header(p) or [])
+    rows = [{**{c: getattr(r, c) for c in FIXED}, **r.knobs} for r in recs]
+    df = pd.DataFrame(rows, columns=columns(knobs))
+    for c in knobs:
+        flags = all(isinstance(v, bool) for v in df[c].dropna())
+        df[c] = df[c].astype("boolean" if flags else "Int64")
     for c in _INT:
         df[c] = df[c].astype("Int64")
     for c in _FLOAT:
@@ -242,6 +274,3 @@ def per_command(runs: Any) -> Any:
         })
     return pd.DataFrame(rows)
 
-
-def records_to_dicts(recs: Iterable[RunRecord]) -> list[dict[str, Any]]:
-    return [asdict(r) for r in recs]

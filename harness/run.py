@@ -27,23 +27,22 @@ import secrets
 import shlex
 import signal
 import socket
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
 
 from harness import cache as cachemod
 from harness import results as res
 from harness import counters, sysinfo, system, verdict
 from harness import state as statemod
-from harness.config import (HASHER_FLAGS, REPO_ROOT, Config, ConfigError, load_config,  # noqa: F401 (re-export)
-                            with_baseline_build)
+from harness.config import REPO_ROOT, Config, ConfigError, load_config, with_baseline_build  # noqa: F401 (re-export)
 from harness.files import ensure_file, resolve_files  # noqa: F401 (re-export)
 from harness.fio import FioError, parse_fio_file
-from harness.plan import TRACE, Command, FileSpec, Plan, build_plan, estimate, find_tool, format_duration
+from harness.knobs import KnobsError, load_knobs
+from harness.plan import COMMAND, READER, TRACE, Command, FileSpec, Plan, build_plan, estimate, find_tool, format_duration
 from harness.probe import HasherRejects, check_hashers
 from harness.proc import run_group
 from harness import signals
@@ -57,10 +56,6 @@ MIN_FREE_BYTES = 1 << 20  # below this, results (raw files, rows) may be cut sho
 
 class SetupError(Exception):
     """Something missing before the run can start (tool, binary, root, file). Exit 2."""
-
-
-class RunFailure(Exception):
-    """The run happened but cannot be trusted (hash mismatch, failed commands). Exit 1."""
 
 
 class RunStopped(Exception):
@@ -110,7 +105,7 @@ def iso(t: dt.datetime) -> str:
 
 def required_tools(plan: Plan) -> dict[str, str]:
     """name -> executable for every tool the plan needs (hyperfine and b3sum always)."""
-    need = {"hyperfine", "b3sum"} | {c.tool for c in plan.commands if c.tool != "hasher"}
+    need = {"hyperfine", "b3sum"} | {c.tool for c in plan.commands if c.tool not in ("hasher", READER, COMMAND)}
     out = {}
     for name in sorted(need):
         p = find_tool(name)
@@ -127,6 +122,9 @@ def check_binaries(plan: Plan) -> None:
         if c.tool == "hasher" and not (exe.is_file() and os.access(exe, os.X_OK)):
             raise SetupError(f"hasher binary {exe} not found or not executable; run `make` "
                              "(or set RINGSUM_BIN_DIR / --bin-dir / path = ...)")
+        if c.tool in (READER, COMMAND) and not (exe.is_file() and os.access(exe, os.X_OK)):
+            raise SetupError(f"group {c.group}: {exe} not found or not executable (argv[0] is looked up "
+                             "in .tools/bin, then on PATH)")
         if c.tool != "hasher" and not (exe.is_file() and os.access(exe, os.X_OK)):
             raise SetupError(f"{c.tool} not found ({exe}); run `make deps`")
 
@@ -190,13 +188,6 @@ def prepare_argv(python: str, file: str, log: Path, cache: str) -> str:
 
 
 # --- the run ---
-
-@dataclass
-class Execution:
-    round: int
-    position: int
-    label: str
-
 
 @dataclass
 class RunState:
@@ -293,6 +284,17 @@ def _raw_base(state: RunState, rnd: int, position: int, cmd: Command) -> str:
     return f"r{rnd:03d}-{cmd.slug}" + (f".{k + 1}" if k else "")
 
 
+def _knob_columns(plan: Plan) -> list[str]:
+    """runs.csv's hasher knob columns: the plan's hashers', else the built table's, else none."""
+    hasher = next((c for c in plan.commands if c.tool == "hasher"), None)
+    if hasher:
+        return list(hasher.knobs)
+    try:
+        return list(load_knobs().own)
+    except KnobsError:
+        return []  # baselines only, and no hasher built to describe its knobs
+
+
 def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRecord:
     raw = state.run_dir / "raw"
     base = _raw_base(state, rnd, position, cmd)
@@ -317,8 +319,8 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
     rc, _out, err = run_group(argv, timeout)
     rec = res.RunRecord(
         label=cmd.label, tool=cmd.tool, variant=cmd.variant, group=cmd.group,
-        block_size=cmd.block_size, queue_depth=cmd.queue_depth, buffers=cmd.buffers,
-        **{knob: getattr(cmd, knob) for knob in HASHER_FLAGS},
+        block_size=cmd.block_size, queue_depth=cmd.queue_depth, buffers=cmd.buffers, direct=cmd.direct,
+        knobs=dict(cmd.knobs),
         num_threads=cmd.num_threads, mmap=cmd.mmap, extra=cmd.extra,
         file=cmd.file, file_size=cmd.file_size, cache=cache, round=rnd, position=position,
         wall_s=None, user_s=None, sys_s=None, bytes=cmd.file_size, throughput_Bps=None,
@@ -583,12 +585,21 @@ def prepare_resume(opts: Options) -> RunState | None:
                     tools=tools, ref_hash=ref)
 
 
-def run(opts: Options, stream: TextIO = sys.stderr) -> int:
-    """Run (or resume) a sweep. Returns the exit code: 0 fine, 1 run failure, 130 ended by a signal."""
+@dataclass(frozen=True)
+class Outcome:
+    """What run() did: the exit code (0 fine, 1 run failure, 130 ended by a signal) and the run
+    directory it wrote or resumed (None when it got no further than checking its settings)."""
+
+    code: int
+    run_dir: Path | None
+
+
+def run(opts: Options, stream: TextIO = sys.stderr) -> Outcome:
+    """Run (or resume) a sweep."""
     # uring_b3sum reads installed defaults (ringsum tune --install); a sweep's knobs must mean what they say.
     os.environ["URING_B3SUM_OPTIONS"] = os.devnull
     if opts.resume and _say_finished(Path(opts.resume)):
-        return 0
+        return Outcome(0, Path(opts.resume))
     validated = None if opts.resume else validate_new_run(opts)  # errors before waiting
     statemod.preflight()
     # One sweep at a time per machine: two runs would drop each other's page cache and read the same disk.
@@ -600,7 +611,7 @@ def run(opts: Options, stream: TextIO = sys.stderr) -> int:
                 raise
             _log(f"ringsum: no space left on device writing results ({e.filename or opts.resume or opts.out}); "
                  "nothing was measured yet")
-            return 1
+            return Outcome(1, None)
 
 
 def _say_finished(run_dir: Path) -> bool:
@@ -610,13 +621,13 @@ def _say_finished(run_dir: Path) -> bool:
     return bool(at)
 
 
-def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, ending: EndingSignals) -> int:
+def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, ending: EndingSignals) -> Outcome:
     state = prepare_new_run(opts, validated) if validated else prepare_resume(opts)
     if state is None:  # finished by another resume while this one waited for the lock
         _say_finished(Path(opts.resume or ""))
-        return 0
+        return Outcome(0, Path(opts.resume or ""))
     with _fio_inputs(state):
-        return _measure(state, stream, ending)
+        return Outcome(_measure(state, stream, ending), state.run_dir)
 
 
 @contextmanager
@@ -674,7 +685,7 @@ def _measure(state: RunState, stream: TextIO, ending: EndingSignals) -> int:
                 row = traced_run(state, c, progress)
                 check_space(run_dir)  # filled meanwhile: the trace may be cut short, trace it again on resume
                 _append_csv_row(trace_index, TRACE_INDEX_COLUMNS, row)
-            with res.RunsWriter(runs_csv) as writer:
+            with res.RunsWriter(runs_csv, _knob_columns(state.plan)) as writer:
                 for rnd, pos in todo:
                     cmd = by_label[state.orders[rnd - 1][pos]]
                     ending.check()
@@ -761,10 +772,5 @@ def finish(state: RunState) -> int:
     return code
 
 
-def load_state_for_report(run_dir: Path) -> tuple[dict[str, Any], Any]:
-    """(meta, runs DataFrame) of a run directory."""
-    return res.read_json(run_dir / res.META_JSON), res.read_runs(run_dir / res.RUNS_CSV)
-
-
-__all__ = ["Options", "run", "round_orders", "prepare_argv", "resolve_files", "SetupError",
-           "RunFailure", "RunStopped", "REPO_ROOT"]
+__all__ = ["Options", "Outcome", "run", "round_orders", "prepare_argv", "resolve_files", "SetupError",
+           "RunStopped", "REPO_ROOT"]

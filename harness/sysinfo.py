@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.config import REPO_ROOT
+from harness.variants import REPO_ROOT, VARIANTS
 
 CPU_FLAGS_OF_INTEREST = ("sse2", "sse4_1", "ssse3", "avx", "avx2", "avx512f", "avx512vl", "avx512bw",
                          "sha_ni", "aes", "neon", "asimd", "hypervisor")
@@ -204,12 +204,8 @@ def fingerprint_id(fp: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(key).encode()).hexdigest()[:12]
 
 
-def _first_line(s: str) -> str:
-    return s.splitlines()[0].strip() if s else s
-
-
 def _blake3_version(bin_dir: Path) -> str:
-    for name in ("liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread", "uring_b3sum"):
+    for name in VARIANTS:
         prog = bin_dir / name
         if prog.exists():
             try:

@@ -49,8 +49,9 @@ from typing import Any, Callable, Iterator
 
 from harness import results as res
 from harness import stats, verdict
-from harness.config import HASHER_FLAGS, REPO_ROOT, Config, load_config, parse_config
-from harness.plan import Command, FileSpec, build_plan, estimate
+from harness.config import REPO_ROOT, Config, load_config, parse_config
+from harness.knobs import load_knobs
+from harness.plan import Command, FileSpec, build_plan, estimate, knob_word
 from harness.units import format_rate, format_size
 
 DEFAULT_SPACE = REPO_ROOT / "configs" / "tune.toml"
@@ -90,13 +91,13 @@ class Key:
     queue_depth: int
     buffers_per_qd: Fraction
     direct: bool
-    flags: tuple[str, ...]  # other hasher flags that are on
+    flags: tuple[str, ...]  # the other knobs: the flags that are on, numbers as name=value
 
 
 def key_of(c: Command) -> Key:
     assert c.block_size and c.queue_depth and c.buffers
     return Key(c.variant, c.block_size, c.queue_depth, Fraction(c.buffers, c.queue_depth), bool(c.direct),
-               tuple(k for k in HASHER_FLAGS if k != "direct" and getattr(c, k)))
+               tuple(name if value is True else f"{name}={value}" for name, value in c.knobs.items() if value))
 
 
 def _spread(ladder: list[Any]) -> list[Any]:
@@ -224,9 +225,7 @@ def config_text(space: Space, stage: Stage, comment: str = "") -> str:
         lines.append(f"bin_dir = {_toml(run.bin_dir)}")
     for i, c in enumerate(stage.points, 1):
         lines += ["", "[[hashers]]", f"name = {_toml(f'point-{i}')}", f"variant = {_toml(c.variant)}",
-                  f"block_size = {_toml(format_size(c.block_size or 0))}", f"queue_depth = {c.queue_depth}",
-                  f"buffers = {c.buffers}"]
-        lines += [f"{k} = true" for k in HASHER_FLAGS if getattr(c, k)]
+                  *knob_toml_lines(c)]
     lines += ["", "[baselines]", f"limit = {_toml(stage.limit)}"]
     if stage.b3sum:
         lines.append("b3sum = true")
@@ -324,13 +323,13 @@ def real_measure(space: Space, tune_dir: Path) -> Measure:
         opts = Options(config_path=str(cfg), file=space.file.path,  # yes: --budget bounds tune's time
                        size=space.file.size if space.file.generate else None, out=str(out), yes=True)
         with _no_installed_defaults(), contextlib.redirect_stdout(sys.stderr):
-            code = run(opts)
+            outcome = run(opts)
+        code = outcome.code
         if code == 130:
             raise KeyboardInterrupt
-        dirs = sorted(p for p in out.iterdir() if p.is_dir()) if out.is_dir() else []
-        if not dirs:
+        if outcome.run_dir is None:
             raise TuneError(f"{base} wrote no run directory under {out}")
-        result = read_stage(dirs[-1])
+        result = read_stage(outcome.run_dir)
         if code != 0:
             _log(f"tune: {base}: {len(result.failed)} configurations had failed or mismatched executions; "
                  f"they rank by their good executions only ({', '.join(result.failed[:3])})")
@@ -466,7 +465,7 @@ def pick(space: Space, r: StageResult, finalists: list[tuple[str, float]]) -> tu
 
     def rule(label: str) -> tuple[int, int, float]:
         c = space.by_label[label]
-        switched_on = sum(bool(getattr(c, k)) for k in HASHER_FLAGS)
+        switched_on = sum(bool(c.knob_values()[k.name]) for k in load_knobs().flags)
         return (c.block_size or 0) * (c.buffers or 0), switched_on, medians[label]
 
     winner = min(tied, key=rule)
@@ -563,9 +562,17 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
 # --- outputs ---
 
 def options_lines(c: Command) -> list[str]:
-    """The knobs as uring_b3sum's defaults file: one long option per line."""
-    return ([f"--block-size {format_size(c.block_size or 0)}", f"--queue-depth {c.queue_depth}",
-             f"--buffers {c.buffers}"] + [HASHER_FLAGS[k][0] for k in HASHER_FLAGS if getattr(c, k)])
+    """The knobs as uring_b3sum's defaults file: one long option per line, the numbers first."""
+    table, values = load_knobs(), c.knob_values()
+    return ([f"{k.option} {knob_word(k, values[k.name])}" for k in table if not k.is_flag]
+            + [k.option for k in table.flags if values[k.name]])
+
+
+def knob_toml_lines(c: Command) -> list[str]:
+    """A hasher's knobs as a [[hashers]] table's keys: every number, the flags that are on."""
+    table, values = load_knobs(), c.knob_values()
+    return ([f"{k.name} = {_toml(knob_word(k, values[k.name]) if k.type == 'size' else values[k.name])}"
+             for k in table if not k.is_flag] + [f"{k.name} = true" for k in table.flags if values[k.name]])
 
 
 def tuned_toml(space: Space, c: Command, comment: str) -> str:
@@ -575,10 +582,7 @@ def tuned_toml(space: Space, c: Command, comment: str) -> str:
               else f"file = {_toml(space.file.path)}")
     lines = [f"# {comment}", "# Measure it again: ringsum run <this file>", "", "[run]",
              f"rounds = {FINAL_ROUNDS}", f"cache = {_toml(run.cache)}", source, f"timeout_s = {_toml(run.timeout_s)}",
-             "", "[[hashers]]", 'name = "tuned"', f"variant = {_toml(c.variant)}",
-             f"block_size = {_toml(format_size(c.block_size or 0))}", f"queue_depth = {c.queue_depth}",
-             f"buffers = {c.buffers}"]
-    lines += [f"{k} = true" for k in HASHER_FLAGS if getattr(c, k)]
+             "", "[[hashers]]", 'name = "tuned"', f"variant = {_toml(c.variant)}", *knob_toml_lines(c)]
     return "\n".join(lines) + "\n"
 
 

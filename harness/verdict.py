@@ -4,7 +4,7 @@ really slower or a tie). Pure functions of the runs table (`harness.results.read
 median, interval and ratio comes from `harness.stats`.
 
 The speed limit is the fastest plain read of the same bytes in the same run: in each round, the
-lowest time of any read-only command (`READ_TOOLS`: cat, dd, fio); fio counts by its own read
+lowest time of any read-only command (`READ_TOOLS`: cat, dd, fio, a `[[commands]]` entry with `reads_only`); fio counts by its own read
 runtime, since its wall time includes its start-up. A reader cannot be faster than it by
 construction; a hasher, b3sum or xxhsum that is faster (median of its per-round ratio below 1)
 means the run's readers missed a faster way to read, and is reported as a finding.
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import stats
-from harness.config import READ_TOOLS
+from harness.tools import READ_TOOLS
 from harness.results import per_command, succeeded
 from harness.units import format_rate, format_size
 

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from harness import baseline, check
-from harness.config import HASHER_FLAGS
 from harness.results import RunRecord, RunsWriter
 
 MIB8 = 8 << 20
@@ -22,7 +21,7 @@ HASHER = "liburing_b3sum_singlethread bs=512K qd=4 buf=4"
 
 def record(label: str, tool: str, rnd: int, wall: float, **kw: object) -> RunRecord:
     fields = dict(label=label, tool=tool, variant=tool, group=tool, block_size=None, queue_depth=None,
-                  buffers=None, **dict.fromkeys(HASHER_FLAGS), num_threads=None, mmap=None, extra="",
+                  buffers=None, direct=None, knobs={}, num_threads=None, mmap=None, extra="",
                   file="/data/f.bin",
                   file_size=MIB8, cache="cold", round=rnd, position=0, wall_s=wall, user_s=0.0,
                   sys_s=0.0, bytes=MIB8, throughput_Bps=MIB8 / wall, exit_code=0, resident_before=0.0,

@@ -201,9 +201,9 @@ def test_io_uring_feature_knobs_become_flags_labels_and_columns():
             'fixed_buffers = [false, true]\nsqpoll = true\nparallel_hash = true\n')
     _, p = plan_of(text)
     assert len(p.commands) == 2
-    on = next(c for c in p.commands if c.fixed_buffers)
+    on = next(c for c in p.commands if c.knobs["fixed_buffers"])
     assert {"--fixed-buffers", "--sqpoll", "--parallel-hash"} <= set(on.argv)
-    assert on.label.endswith("fixedbuf sqpoll parhash") and on.sqpoll and not on.fixed_file
+    assert on.label.endswith("fixedbuf sqpoll parhash") and on.knobs["sqpoll"] and not on.knobs["fixed_file"]
 
 
 def test_positional_style_refuses_knobs_it_cannot_express():

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.results import COLUMNS, read_runs
+from harness.knobs import load_knobs
+from harness.results import columns, read_runs
 
 REPO = Path(__file__).resolve().parent.parent
 B3SUM_LOCAL = REPO / ".tools" / "bin" / "b3sum"
@@ -145,7 +146,7 @@ fio = {{ bs = ["128K"], iodepth = [2], direct = [true] }}
     # runs.csv: exact columns, one row per (command, round)
     with open(rd / "runs.csv") as f:
         header = f.readline().strip().split(",")
-    assert header == COLUMNS
+    assert header == columns(load_knobs().own)
     assert header[:37] == ["label", "tool", "variant", "group", "block_size", "queue_depth", "buffers",
                            "direct", "process_in_inner_loop", "drain", "link", "fixed_buffers", "fixed_file",
                            "sqpoll", "submit_and_wait", "iopoll", "parallel_hash", "fadvise_sequential", "num_threads",

@@ -462,7 +462,6 @@ def test_a_plan_over_an_hour_needs_yes(tmp_path: Path):
 
 def fake_run(path: Path, labels: dict[str, str]) -> Path:
     """A finished run directory with 5 rounds of each label (label -> tool)."""
-    from harness.config import HASHER_FLAGS
     from harness.results import RunRecord
 
     path.mkdir(parents=True)
@@ -471,7 +470,7 @@ def fake_run(path: Path, labels: dict[str, str]) -> Path:
             for rnd in range(1, 6):
                 w.append(RunRecord(
                     label=label, tool=tool, variant=tool, group=tool, block_size=None, queue_depth=None,
-                    buffers=None, **dict.fromkeys(HASHER_FLAGS), num_threads=None, mmap=None, extra="",
+                    buffers=None, direct=None, knobs={}, num_threads=None, mmap=None, extra="",
                     file="/data/f.bin", file_size=1 << 20, cache="cold", round=rnd, position=0, wall_s=0.01,
                     user_s=0.0, sys_s=0.0, bytes=1 << 20, throughput_Bps=1e8, exit_code=0, resident_before=0.0,
                     hash_ok=True if tool in ("hasher", "b3sum") else None, fio_bw_Bps=None, fio_runtime_s=None,

@@ -12,20 +12,20 @@ import numpy as np
 import pytest
 
 from harness import stats, verdict
-from harness.results import COLUMNS, RunRecord, RunsWriter, read_runs
+from harness.results import FIXED, RunRecord, RunsWriter, read_runs
 
 SIZE = 1 << 30
 
 
 def record(label: str, tool: str, rnd: int, wall: float | None, fio_runtime: float | None = None,
            exit_code: int = 0, read: int = SIZE) -> RunRecord:
-    fields = dict.fromkeys(COLUMNS)
+    fields = dict.fromkeys(FIXED)
     fields.update(label=label, tool=tool, variant=tool, group=tool, extra="", file="/data/f.bin",
                   file_size=SIZE, cache="cold", round=rnd, position=0, wall_s=wall, bytes=read,
                   throughput_Bps=SIZE / wall if wall else None, exit_code=exit_code,
                   hash_ok=True if tool in ("hasher", "b3sum") and exit_code == 0 else None,
                   fio_runtime_s=fio_runtime, started_at="2026-11-23T00:00:00Z", error="")
-    return RunRecord(**fields)
+    return RunRecord(**fields, knobs={})
 
 
 def runs_table(tmp_path: Path, rows: list[RunRecord]):

@@ -1,0 +1,149 @@
+"""The hashers' knobs, as the hashers describe them (`--knobs-json`, generated from hashers/knobs.h).
+
+The config schema, the commands' argv and labels, the runs.csv columns, tune's space and the
+docs' knob table are built from this table, so a knob is declared once, in C. The table is read
+from the built binaries of `build/bin` (or $RINGSUM_BIN_DIR): every variant is asked, which also
+says which variants act on each knob.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.units import format_size
+from harness.variants import REPO_ROOT, VARIANTS
+
+# Knobs that baselines share (dd's block size, fio's depth and O_DIRECT): runs.csv columns of
+# their own, filled for every tool; the other knobs are the hashers' alone.
+SHARED = ("block_size", "queue_depth", "buffers", "direct")
+
+
+class KnobsError(Exception):
+    """The knob table cannot be read: the message says which binary and why."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str  # config key, runs.csv column, struct knobs field
+    option: str  # --block-size
+    short: str | None
+    type: str  # "size", "count", "buffers" or "flag"
+    default: Any  # the article's: what a config gets when it does not say
+    min: int
+    max: int
+    label: str  # its word in a command label (before "=" for numbers)
+    positional: int  # its place among the article's seven numbers, 0 for none
+    needs: str
+    help: str
+    variants: tuple[str, ...]  # the variants that act on it
+    variant_defaults: tuple[tuple[str, Any], ...] = ()  # variants whose own default differs
+
+    @property
+    def is_flag(self) -> bool:
+        return self.type == "flag"
+
+
+@dataclass(frozen=True)
+class KnobTable:
+    knobs: tuple[Knob, ...]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.knobs)
+
+    def __getitem__(self, name: str) -> Knob:
+        return next(k for k in self.knobs if k.name == name)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.knobs)
+
+    @property
+    def flags(self) -> tuple[Knob, ...]:
+        return tuple(k for k in self.knobs if k.is_flag)
+
+    @property
+    def own(self) -> tuple[str, ...]:
+        """The hashers' own knobs: the runs.csv columns after the shared ones."""
+        return tuple(k.name for k in self.knobs if k.name not in SHARED)
+
+    @property
+    def article_flags(self) -> tuple[str, ...]:
+        """The flags the article's positional form can express."""
+        return tuple(k.name for k in self.flags if k.positional)
+
+
+def default_bin_dir() -> Path:
+    d = Path(os.environ.get("RINGSUM_BIN_DIR") or "build/bin")
+    return d if d.is_absolute() else REPO_ROOT / d
+
+
+def _describe(binary: Path) -> dict[str, Any]:
+    if not binary.is_file():
+        raise KnobsError(f"{binary}: not found; build the hashers first (make all): "
+                         "the knob table comes from their --knobs-json")
+    try:
+        done = subprocess.run([str(binary), "--knobs-json"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise KnobsError(f"{binary} --knobs-json: {e}") from None
+    if done.returncode != 0:
+        first = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[0]
+        raise KnobsError(f"{binary} --knobs-json: exit status {done.returncode}: {first} (an older build? make all)")
+    try:
+        data = json.loads(done.stdout)
+        data["knobs"][0]["name"]
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        raise KnobsError(f"{binary} --knobs-json: not a knob table ({e})") from None
+    return data
+
+
+@functools.cache
+def _load(bin_dir: Path) -> KnobTable:
+    described = {v: _describe(bin_dir / v) for v in VARIANTS}
+    first = next(iter(described.values()))["knobs"]
+    shape = [{k: v for k, v in row.items() if k not in ("used", "variant_default")} for row in first]
+    for variant, data in described.items():
+        if [{k: v for k, v in row.items() if k not in ("used", "variant_default")} for row in data["knobs"]] != shape:
+            raise KnobsError(f"{bin_dir / variant}: its knob table differs from the other variants' (make all)")
+    knobs = []
+    for i, row in enumerate(first):
+        users = tuple(v for v, data in described.items() if data["knobs"][i]["used"])
+        own = tuple((v, data["knobs"][i]["variant_default"]) for v, data in described.items()
+                    if data["knobs"][i]["variant_default"] != row["default"])
+        knobs.append(Knob(name=row["name"], option=row["option"], short=row["short"], type=row["type"],
+                          default=row["default"], min=row["min"], max=row["max"], label=row["label"],
+                          positional=row["positional"], needs=row["needs"], help=row["help"], variants=users,
+                          variant_defaults=own))
+    return KnobTable(tuple(knobs))
+
+
+def load_knobs(bin_dir: str | Path | None = None) -> KnobTable:
+    """The knob table of the hashers in `bin_dir` (default: build/bin or $RINGSUM_BIN_DIR),
+    read once per process; KnobsError when a binary is missing or does not describe itself."""
+    return _load(Path(bin_dir).absolute() if bin_dir else default_bin_dir())
+
+
+def _shown(k: Knob, value: Any) -> str:
+    if k.is_flag:
+        return "on" if value else "off"
+    return format_size(value) if k.type == "size" else str(value)
+
+
+def markdown_table(table: KnobTable) -> str:
+    """docs/knobs.md's table (`ringsum knobs`): a row per knob, as the hashers describe it."""
+    lines = ["# The hashers' knobs", "",
+             "<!-- Generated from hashers/knobs.h by `ringsum knobs > docs/knobs.md`; tests check it is current. -->",
+             "", "Each is a hasher option and a `[[hashers]]` config key (a value or a list to sweep), and a",
+             "runs.csv column. Variants that do not use a knob check it, then ignore it.", "",
+             "| config key | option | default | variants | what it does |", "|---|---|---|---|---|"]
+    for k in table:
+        default = "; ".join([_shown(k, k.default), *(f"{v} {_shown(k, d)}" for v, d in k.variant_defaults)])
+        users = "all" if set(k.variants) == set(VARIANTS) else ", ".join(k.variants)
+        help_text = k.help.replace("\n", "; ").replace("|", "\\|")
+        lines.append(f"| `{k.name}` | `{k.option}` | {default} | {users} | {help_text} |")
+    return "\n".join(lines) + "\n"
