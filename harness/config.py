@@ -182,6 +182,8 @@ HASHER_FLAGS: dict[str, tuple[str, str]] = {
     "iopoll": ("--iopoll", "iopoll"),
     "parallel_hash": ("--parallel-hash", "parhash"),
     "fadvise_sequential": ("--fadvise-sequential", "seq"),
+    "dontcache": ("--dontcache", "dontcache"),
+    "huge_pages": ("--huge-pages", "huge"),
 }
 ARTICLE_FLAGS = ("direct", "process_in_inner_loop", "drain", "link")
 

@@ -58,6 +58,8 @@ class Command:
     iopoll: bool | None = None
     parallel_hash: bool | None = None
     fadvise_sequential: bool | None = None
+    dontcache: bool | None = None
+    huge_pages: bool | None = None
     num_threads: int | None = None
     mmap: bool | None = None
     extra: str = ""

@@ -44,6 +44,8 @@ class RunRecord:
     iopoll: bool | None
     parallel_hash: bool | None
     fadvise_sequential: bool | None
+    dontcache: bool | None
+    huge_pages: bool | None
     num_threads: int | None
     mmap: bool | None
     extra: str

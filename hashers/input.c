@@ -162,6 +162,7 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 			   (r->path_choice == PATH_AUTO && !r->direct && in->size >= MIN_MAPPED_SIZE &&
 			    fully_cached(in->fd, in->size)));
 	in->direct = r->direct && !in->stream && !in->from_memory;
+	in->rw_flags = r->dontcache && S_ISREG(in->st.st_mode) && !in->direct && !in->stream ? RWF_DONTCACHE : 0;
 	if (r->verbose)
 		say_how(r, in);
 	/* F_SETFL sets every flag it can change: this clears O_NONBLOCK. */

@@ -20,7 +20,7 @@
 /* Options without a short form. */
 enum {
 	OPT_KEYED = 256, OPT_DERIVE_KEY, OPT_SEEK, OPT_NUM_THREADS, OPT_NO_MMAP, OPT_NO_NAMES,
-	OPT_RAW, OPT_TAG, OPT_POSITIONAL,
+	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_DONTCACHE, OPT_HUGE_PAGES,
 };
 
 static const struct option long_options[] = {
@@ -38,6 +38,8 @@ static const struct option long_options[] = {
 	{ "iopoll",			no_argument,		NULL, 'P' },
 	{ "parallel-hash",		no_argument,		NULL, 'H' },
 	{ "fadvise-sequential",		no_argument,		NULL, 'A' },
+	{ "dontcache",			no_argument,		NULL, OPT_DONTCACHE },
+	{ "huge-pages",			no_argument,		NULL, OPT_HUGE_PAGES },
 	{ "keyed",			no_argument,		NULL, OPT_KEYED },
 	{ "derive-key",			required_argument,	NULL, OPT_DERIVE_KEY },
 	{ "length",			required_argument,	NULL, 'l' },
@@ -95,6 +97,10 @@ static void usage(FILE *out, const char *prog, const struct options *opts, const
 		"      --parallel-hash          hash each block on every core, BLAKE3's TBB path (default off);\n"
 		"                               best with large power-of-two blocks\n"
 		"      --fadvise-sequential     POSIX_FADV_SEQUENTIAL on buffered reads: doubles readahead (default off)\n"
+		"      --dontcache              RWF_DONTCACHE on buffered reads: pages leave the page cache once\n"
+		"                               hashed, so the same few are reused (Linux 6.14+; default off)\n"
+		"      --huge-pages             back the buffers with 2M transparent huge pages: fewer segments\n"
+		"                               per O_DIRECT request (default off)\n"
 		"  -v, --verbose                uring_b3sum: say how each file is read (default off)\n"
 		"      --path auto|memory|ring  uring_b3sum: hash from the page cache (memory) or read through\n"
 		"                               the ring (default auto: memory when the file is all in the page\n"
@@ -274,6 +280,8 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 		case 'P': opts->iopoll = true; break;
 		case 'H': opts->parallel_hash = true; break;
 		case 'A': opts->fadvise_sequential = true; break;
+		case OPT_DONTCACHE: opts->dontcache = true; break;
+		case OPT_HUGE_PAGES: opts->huge_pages = true; break;
 		case OPT_KEYED: opts->keyed = true; break;
 		case OPT_DERIVE_KEY: opts->derive_key = optarg; break;
 		case 'l':

@@ -14,9 +14,13 @@
 
 #define RINGSUM_VERSION "0.1.0"
 #define DIRECT_ALIGN 4096u
+#define HUGE_PAGE_SIZE (2u << 20)
 #define MAX_BLOCK_SIZE (1ul << 30)
 #define MAX_QUEUE_DEPTH 32768u		/* IORING_MAX_ENTRIES */
 #define MAX_FIXED_BUFFERS 16384u	/* IORING_MAX_REG_BUFFERS */
+#ifndef RWF_DONTCACHE
+#define RWF_DONTCACHE 0x00000080	/* Linux 6.14: drop the pages read from the page cache after the copy */
+#endif
 
 /* Our own failures, returned like negative errno values and named by ringsum_strerror(). */
 enum {
@@ -25,6 +29,7 @@ enum {
 	ERR_FILE_LONGER,		/* data past the size seen at open: it grew, or its size is not real (/proc) */
 	ERR_NOT_REGULAR,		/* a directory, FIFO, device or socket */
 	ERR_DIRECT_UNSUPPORTED,		/* the filesystem refuses O_DIRECT */
+	ERR_DONTCACHE_UNSUPPORTED,	/* the kernel or filesystem refuses RWF_DONTCACHE */
 	ERR_STALLED,			/* waiting for a completion with nothing in flight */
 	ERR_NOT_POLLABLE,		/* IOPOLL on a device without poll queues */
 	ERR_KEYED_STDIN,		/* --keyed reads the key from stdin, so - cannot be hashed */
@@ -71,6 +76,8 @@ struct options {
 	bool iopoll;			/* IORING_SETUP_IOPOLL: poll the device for completions */
 	bool parallel_hash;		/* hash each block on every core (BLAKE3's TBB path) */
 	bool fadvise_sequential;	/* POSIX_FADV_SEQUENTIAL: a larger readahead window */
+	bool dontcache;			/* RWF_DONTCACHE on buffered reads of regular files */
+	bool huge_pages;		/* back the ring's buffers with transparent huge pages */
 	struct output_format format;
 	bool keyed;			/* --keyed: the 32-byte key comes from stdin */
 	const char *derive_key;		/* --derive-key CONTEXT, or NULL */
@@ -122,6 +129,7 @@ struct input {
 	bool stream;			/* a pipe, character device or stdin: read in order up to end of file */
 	bool stream_pending;		/* a stream's read is in flight: its next one waits */
 	bool direct;			/* read with O_DIRECT */
+	int rw_flags;			/* preadv2()'s flags for its reads: RWF_DONTCACHE or 0 */
 	struct stat st;			/* at open: the file must still match it when done */
 	uint64_t size;			/* bytes to read (a block device's from BLKGETSIZE64) */
 	uint64_t nr_blocks;		/* at least 1: an empty or failed file still passes the consumer once */
@@ -169,6 +177,7 @@ struct ring {
 	bool iopoll;
 	bool parallel_hash;
 	bool fadvise_sequential;
+	bool dontcache;
 	unsigned char *memory;		/* one allocation for every cell's buffer */
 	struct io_uring uring;
 	bool have_uring;

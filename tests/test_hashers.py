@@ -37,7 +37,8 @@ def knob_grid() -> list[Knobs]:
     rng = random.Random(4)
     chosen = [Knobs(512 * KiB, 4, 4), Knobs(512 * KiB, 2, 2, direct=True), Knobs(128 * KiB, 20, 8)]
     # The io_uring feature knobs ride along at random: each on in about a third of the sample.
-    features = ("fixed_buffers", "fixed_file", "sqpoll", "submit_and_wait", "parallel_hash", "fadvise_sequential")
+    features = ("fixed_buffers", "fixed_file", "sqpoll", "submit_and_wait", "parallel_hash", "fadvise_sequential",
+                "dontcache", "huge_pages")
     chosen += [dataclasses.replace(k, **{f: rng.random() < 0.35 for f in features}) for k in rng.sample(full, 36)]
     for field, values in [("block_size", BLOCK_SIZES_DIRECT + BLOCK_SIZES_BUFFERED), ("queue_depth", QUEUE_DEPTHS),
                           ("buffers", [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65])]:
