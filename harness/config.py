@@ -172,6 +172,7 @@ class Buffers:
 # The first four are the article's; the positional style can express only those.
 HASHER_FLAGS: dict[str, tuple[str, str]] = {
     "direct": ("--direct", "direct"),
+    "buffered": ("--buffered", "buffered"),
     "process_in_inner_loop": ("--process-in-inner-loop", "inner"),
     "drain": ("--drain", "drain"),
     "link": ("--link", "link"),

@@ -48,6 +48,7 @@ class Command:
     queue_depth: int | None = None
     buffers: int | None = None
     direct: bool | None = None
+    buffered: bool | None = None
     process_in_inner_loop: bool | None = None
     drain: bool | None = None
     link: bool | None = None

@@ -34,6 +34,7 @@ class RunRecord:
     queue_depth: int | None
     buffers: int | None
     direct: bool | None
+    buffered: bool | None
     process_in_inner_loop: bool | None
     drain: bool | None
     link: bool | None

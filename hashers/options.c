@@ -20,7 +20,7 @@
 /* Options without a short form. */
 enum {
 	OPT_KEYED = 256, OPT_DERIVE_KEY, OPT_SEEK, OPT_NUM_THREADS, OPT_NO_MMAP, OPT_NO_NAMES,
-	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_DONTCACHE, OPT_HUGE_PAGES,
+	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_DONTCACHE, OPT_HUGE_PAGES, OPT_BUFFERED,
 };
 
 static const struct option long_options[] = {
@@ -28,6 +28,7 @@ static const struct option long_options[] = {
 	{ "queue-depth",		required_argument,	NULL, 'q' },
 	{ "buffers",			required_argument,	NULL, 'n' },
 	{ "direct",			no_argument,		NULL, 'd' },
+	{ "buffered",			no_argument,		NULL, OPT_BUFFERED },
 	{ "process-in-inner-loop",	no_argument,		NULL, 'i' },
 	{ "drain",			no_argument,		NULL, 'D' },
 	{ "link",			no_argument,		NULL, 'L' },
@@ -81,10 +82,11 @@ static void usage(FILE *out, const char *prog, const struct options *opts, const
 		"  -c, --check                  uring_b3sum: FILEs are b3sum checksum files; verify them (default off)\n"
 		"      --quiet                  uring_b3sum --check: print only failures (default off)\n\n"
 		"The ring's options:\n"
-		"  -b, --block-size SIZE        bytes per read and per buffer, K/M/G suffixes (default 512K)\n"
+		"  -b, --block-size SIZE        bytes per read and per buffer, K/M/G suffixes (default %zu%s)\n"
 		"  -q, --queue-depth N          limit on unfinished read requests (default %u)\n"
 		"  -n, --buffers N              buffers in the ring (default: %sthe queue depth)\n"
-		"  -d, --direct                 read with O_DIRECT; SIZE must be a multiple of 4096 (default off)\n"
+		"  -d, --direct                 read with O_DIRECT; SIZE must be a multiple of 4096 (default %s)\n"
+		"      --buffered               never O_DIRECT, not even for a file that is not cached (default off)\n"
 		"      --process-in-inner-loop  hash after every reaped completion (default off)\n"
 		"      --drain                  set IOSQE_IO_DRAIN on every read (default off)\n"
 		"      --link                   chain the reads of each submission with IOSQE_IO_LINK (default off)\n"
@@ -100,7 +102,7 @@ static void usage(FILE *out, const char *prog, const struct options *opts, const
 		"      --dontcache              RWF_DONTCACHE on buffered reads: pages leave the page cache once\n"
 		"                               hashed, so the same few are reused (Linux 6.14+; default off)\n"
 		"      --huge-pages             back the buffers with 2M transparent huge pages: fewer segments\n"
-		"                               per O_DIRECT request (default off)\n"
+		"                               per O_DIRECT request (default %s)\n"
 		"  -v, --verbose                uring_b3sum: say how each file is read (default off)\n"
 		"      --path auto|memory|ring  uring_b3sum: hash from the page cache (memory) or read through\n"
 		"                               the ring (default auto: memory when the file is all in the page\n"
@@ -114,8 +116,12 @@ static void usage(FILE *out, const char *prog, const struct options *opts, const
 		"Knobs a variant does not use (queue depth for the pread loop) are checked, then ignored.\n"
 		"In the positional form BLOCK_KIB is in KiB and the flags are 0 or 1.\n"
 		"Exit status: 0 if every FILE was hashed (or checked OK), 1 if any failed, 2 for a bad command line.\n",
-		prog, prog, v->chooses_path ? "--positional " : "", opts->default_queue_depth,
-		opts->buffers_per_depth == 2 ? "twice " : "");
+		prog, prog, v->chooses_path ? "--positional " : "", opts->default_block_size >> (opts->default_block_size % (1u << 20) ? 10 : 20),
+		opts->default_block_size % (1u << 20) ? "K" : "M",
+		opts->default_queue_depth, opts->buffers_per_depth == 2 ? "twice " : "",
+		v->direct_when_cold ? "off;\n                               but a file of a block or more that is not all in the page cache\n"
+		"                               is read with O_DIRECT where SIZE and the filesystem allow" : "off",
+		v->huge_pages ? "on" : "off");
 }
 
 static int bad_usage(const char *prog, const char *fmt, ...)
@@ -270,6 +276,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 			opts->buffers_given = true;
 			break;
 		case 'd': opts->direct = true; break;
+		case OPT_BUFFERED: opts->buffered = true; break;
 		case 'i': opts->process_in_inner_loop = true; break;
 		case 'D': opts->drain = true; break;
 		case 'L': opts->link = true; break;
@@ -376,6 +383,8 @@ static int validate(const struct options *opts, const struct variant *v, const c
 	if (opts->fixed_buffers && opts->buffers > MAX_FIXED_BUFFERS)
 		return bad_usage(prog, "--fixed-buffers registers at most %u buffers, got %u",
 				 MAX_FIXED_BUFFERS, opts->buffers);
+	if (opts->direct && opts->buffered)
+		return bad_usage(prog, "--direct and --buffered contradict each other");
 	if (opts->iopoll && !opts->direct)
 		return bad_usage(prog, "--iopoll needs --direct");
 	if (opts->iopoll && v->uses_uring && !v->waits_on_completions)
@@ -448,7 +457,8 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 	int ret = -1;
 
 	memset(opts, 0, sizeof(*opts));
-	opts->block_size = DEFAULT_BLOCK_SIZE;
+	opts->block_size = opts->default_block_size = v->block_size ? v->block_size : DEFAULT_BLOCK_SIZE;
+	opts->huge_pages = v->huge_pages;
 	opts->queue_depth = opts->default_queue_depth = v->queue_depth ? v->queue_depth : DEFAULT_QUEUE_DEPTH;
 	opts->buffers_per_depth = v->buffers_per_depth ? v->buffers_per_depth : 1;
 	opts->format.length = BLAKE3_OUT_LEN;

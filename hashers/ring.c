@@ -93,7 +93,7 @@ static void parse_faults(struct ring *r)
 		else if (!strcmp(name, "depth") && n > 0 && n < r->queue_depth)
 			r->queue_depth = n;
 		else if (!strcmp(name, "buffered") && n)
-			r->direct = false;
+			r->direct = r->direct_when_cold = false;
 		spec += used + (spec[used] == ',');
 	}
 }
@@ -177,6 +177,8 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	r->queue_depth = opts->queue_depth;
 	r->nr_cells = v->uses_uring ? opts->buffers : 1;
 	r->direct = opts->direct;
+	r->direct_when_cold = v->direct_when_cold && !opts->direct && !opts->buffered &&
+			      opts->block_size % DIRECT_ALIGN == 0;
 	r->link = opts->link;
 	r->process_in_inner_loop = opts->process_in_inner_loop;
 	r->fixed_buffers = opts->fixed_buffers && v->uses_uring;

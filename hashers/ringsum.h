@@ -66,6 +66,7 @@ struct options {
 	unsigned queue_depth;		/* limit on unfinished requests */
 	unsigned buffers;		/* cells in the ring */
 	bool direct;			/* open with O_DIRECT */
+	bool buffered;			/* never O_DIRECT, not even for a cold file (uring_b3sum) */
 	bool process_in_inner_loop;	/* consume after every reaped completion */
 	bool drain;			/* IOSQE_IO_DRAIN on every read */
 	bool link;			/* IOSQE_IO_LINK between the reads of one submission */
@@ -91,6 +92,7 @@ struct options {
 	bool path_given;
 	bool buffers_given;
 	unsigned default_queue_depth;	/* this variant's, for --help */
+	size_t default_block_size;	/* this variant's, for --help */
 	unsigned buffers_per_depth;	/* buffers when not given: this many per queue depth */
 	char defaults_text[4096];	/* uring_b3sum's options file; option values point into it */
 	const char *trace_path;		/* CSV of consumer runs, or NULL */
@@ -105,7 +107,10 @@ struct variant {
 	bool waits_on_completions;	/* its loop may block in the kernel for completions */
 	unsigned setup_flags;		/* io_uring setup flags to try, dropped in turn */
 	bool chooses_path;		/* hashes files in the page cache from memory (uring_b3sum) */
+	bool direct_when_cold;		/* reads a file of a block or more that is not all cached with O_DIRECT */
+	bool huge_pages;		/* default of --huge-pages */
 	bool falls_back;		/* without io_uring, reads with pread() instead of failing */
+	size_t block_size;		/* default; 0: 512K */
 	unsigned queue_depth;		/* default; 0: the article's 4 */
 	unsigned buffers_per_depth;	/* default buffers per queue depth; 0: 1 */
 	int (*hash_stream)(struct ring *ring);
@@ -170,6 +175,7 @@ struct ring {
 	unsigned sqe_flags;
 	bool link;
 	bool direct;
+	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */
 	bool process_in_inner_loop;
 	bool fixed_buffers;
 	bool fixed_file;

@@ -146,8 +146,8 @@ fio = {{ bs = ["128K"], iodepth = [2], direct = [true] }}
     with open(rd / "runs.csv") as f:
         header = f.readline().strip().split(",")
     assert header == COLUMNS
-    assert header[:39] == ["label", "tool", "variant", "group", "block_size", "queue_depth", "buffers",
-                           "direct", "process_in_inner_loop", "drain", "link", "fixed_buffers", "fixed_file",
+    assert header[:40] == ["label", "tool", "variant", "group", "block_size", "queue_depth", "buffers",
+                           "direct", "buffered", "process_in_inner_loop", "drain", "link", "fixed_buffers", "fixed_file",
                            "sqpoll", "submit_and_wait", "iopoll", "parallel_hash", "fadvise_sequential", "dontcache",
                            "huge_pages", "num_threads",
                            "mmap",
