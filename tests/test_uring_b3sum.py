@@ -264,3 +264,15 @@ def test_dontcache_is_refused_clearly_where_the_filesystem_lacks_it():
                                               "and a filesystem that supports them (try without --dontcache)\n")
     finally:
         path.unlink()
+
+
+def test_peak_rss_is_bounded_by_the_ring(tmp_path):
+    """A cold 64 MiB file through an 8 MiB ring (1M x 8, O_DIRECT into huge pages): the process never
+    holds more than the ring and a few MiB, whatever the file's size. GNU time measures it: a child of
+    this Python would carry the interpreter's peak over its exec."""
+    path = data_file(64 * MiB)
+    evict(path)
+    rss = tmp_path / "rss"
+    result = run(["/usr/bin/time", "-f", "%M", "-o", rss, program(URING_B3SUM), "-b", "1M", "-q", "4", "-n", "8", path])
+    assert result.returncode == 0 and result.stdout == b3sum_lines([path]), result.stderr
+    assert int(rss.read_text().split()[-1]) * 1024 < 8 * MiB + 8 * MiB, rss.read_text()
