@@ -126,12 +126,13 @@ static void say_how(const struct ring *r, const struct input *in)
 	if (in->from_memory)
 		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, every core)\n", r->prog, in->path);
 	else if (!r->have_uring)
-		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)\n", r->prog, in->path, r->block_size);
+		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)\n", r->prog, in->path, r->knobs.block_size);
 	else
 		fprintf(stderr, "%s: %s: reading %sthrough the io_uring ring (%zu%s blocks, %u deep, %u buffers%s)\n",
 			r->prog, in->path, in->stream ? "a stream, one read at a time, " : "",
-			r->block_size % 1024 ? r->block_size : r->block_size >> 10,
-			r->block_size % 1024 ? "-byte" : "K", r->queue_depth, r->nr_cells, in->direct ? ", O_DIRECT" : "");
+			r->knobs.block_size % 1024 ? r->knobs.block_size : r->knobs.block_size >> 10,
+			r->knobs.block_size % 1024 ? "-byte" : "K", r->knobs.queue_depth, r->nr_cells,
+			in->direct ? ", O_DIRECT" : "");
 }
 
 static int open_input(struct ring *r, struct input *in, unsigned index)
@@ -154,42 +155,42 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	if ((ret = classify(in)) < 0)
 		return ret;
 	regular = S_ISREG(in->st.st_mode) && !in->borrowed_fd;
-	cached = regular && r->path_choice != PATH_MEMORY && !r->direct && fully_cached(in->fd, in->size);
+	cached = regular && r->path_choice != PATH_MEMORY && !r->knobs.direct && fully_cached(in->fd, in->size);
 	/*
 	 * Asking for O_DIRECT is asking for the ring: auto only takes the page
 	 * cache without it, and as BLAKE3's update_mmap_rayon() not for a small
 	 * file, where mapping and unmapping with every core cost more than a read.
 	 */
 	in->from_memory = regular && (r->path_choice == PATH_MEMORY ||
-				      (r->path_choice == PATH_AUTO && !r->direct && in->size >= MIN_MAPPED_SIZE && cached));
+				      (r->path_choice == PATH_AUTO && !r->knobs.direct && in->size >= MIN_MAPPED_SIZE && cached));
 	/*
 	 * A cold file read into the page cache costs a fresh page per 4K, and in a
 	 * VM with free page reporting each fresh page can fault in the host too:
 	 * O_DIRECT into the ring's own buffers skips both (docs/cold-path.md).
 	 */
 	in->direct = !in->stream && !in->from_memory &&
-		     (r->direct || (r->direct_when_cold && regular && in->size >= r->block_size && !cached));
+		     (r->knobs.direct || (r->direct_when_cold && regular && in->size >= r->knobs.block_size && !cached));
 	/* F_SETFL sets every flag it can change: this clears O_NONBLOCK. */
 	if (!in->borrowed_fd && fcntl(in->fd, F_SETFL, in->direct ? O_DIRECT : 0)) {
 		if (errno != EINVAL || !in->direct)
 			return -errno;
-		if (r->direct)
+		if (r->knobs.direct)
 			return -ERR_DIRECT_UNSUPPORTED;
 		in->direct = false;	/* O_DIRECT when cold is a preference: this filesystem reads buffered */
 		if (fcntl(in->fd, F_SETFL, 0))
 			return -errno;
 	}
-	in->rw_flags = r->dontcache && regular && !in->direct && !in->stream ? RWF_DONTCACHE : 0;
+	in->rw_flags = r->knobs.dontcache && regular && !in->direct && !in->stream ? RWF_DONTCACHE : 0;
 	if (r->verbose)
 		say_how(r, in);
 	if (in->from_memory)
 		return 0;
 	/* Buffered reads live on readahead: saying the file is read in order doubles its window. */
-	if (r->fadvise_sequential && !in->direct && !in->stream)
+	if (r->knobs.fadvise_sequential && !in->direct && !in->stream)
 		posix_fadvise(in->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	if (r->iopoll)
+	if (r->knobs.iopoll)
 		return in->stream ? -ERR_NOT_POLLABLE : check_pollable(&in->st);
-	if (r->fixed_file) {
+	if (r->knobs.fixed_file) {
 		/* Fewer files than cells + 1 can be between the heads, so their slots never collide. */
 		in->fixed_slot = index % (r->nr_cells + 1);
 		return io_uring_register_files_update(&r->uring, in->fixed_slot, &in->fd, 1) < 0 ? -EBADF : 0;
@@ -208,20 +209,20 @@ void input_open(struct ring *r, struct input *in, unsigned index)
 	if (!in->error && in->stream)
 		in->nr_blocks = UINT64_MAX;
 	else if (!in->error && !in->from_memory && in->size > 0)
-		in->nr_blocks = (in->size + r->block_size - 1) / r->block_size;
+		in->nr_blocks = (in->size + r->knobs.block_size - 1) / r->knobs.block_size;
 }
 
 size_t block_length(const struct ring *r, const struct input *in, uint64_t block)
 {
-	uint64_t offset = block * r->block_size;
+	uint64_t offset = block * r->knobs.block_size;
 
 	if (in->error || in->from_memory)
 		return 0;
 	if (in->stream)
-		return r->block_size;
+		return r->knobs.block_size;
 	if (offset >= in->size)
 		return 0;
-	return in->size - offset < r->block_size ? in->size - offset : r->block_size;
+	return in->size - offset < r->knobs.block_size ? in->size - offset : r->knobs.block_size;
 }
 
 /* b3sum reads to end of file: a file whose size undercounts its data must not get a hash. */

@@ -13,34 +13,32 @@
 
 #include "ringsum.h"
 
-#define DEFAULT_BLOCK_SIZE (512u << 10)
-#define DEFAULT_QUEUE_DEPTH 4u
 #define ARTICLE_ARGC 9			/* PROG FILE and seven numbers */
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define HELP_COLUMN 31
 
-/* Options without a short form. */
+#define NUMBER_ROW(NAME, TYPE, SHORT, NEEDS, DEF, MIN, MAX, LABEL, POS, ARG, NOUN, UNIT, BIG, HELP) \
+	{ .name = #NAME, .type = KNOB_##TYPE, .short_name = SHORT, .needs = KNOB_NEEDS_##NEEDS, .def = DEF, \
+	  .min = MIN, .max = MAX, .label = LABEL, .positional = POS, .arg = ARG, .noun = NOUN, .unit = UNIT, \
+	  .too_large = BIG, .help = HELP, .offset = offsetof(struct knobs, NAME) },
+#define FLAG_ROW(NAME, SHORT, NEEDS, LABEL, POS, HELP) \
+	{ .name = #NAME, .type = KNOB_FLAG, .short_name = SHORT, .needs = KNOB_NEEDS_##NEEDS, .max = 1, \
+	  .label = LABEL, .positional = POS, .help = HELP, .offset = offsetof(struct knobs, NAME) },
+
+static const struct knob knob_table[] = {
+	RINGSUM_NUMBERS(NUMBER_ROW)
+	RINGSUM_FLAGS(FLAG_ROW)
+};
+#define NR_KNOBS ARRAY_SIZE(knob_table)
+
+/* Options without a short form; a knob's is OPT_KNOB + its row. */
 enum {
 	OPT_KEYED = 256, OPT_DERIVE_KEY, OPT_SEEK, OPT_NUM_THREADS, OPT_NO_MMAP, OPT_NO_NAMES,
-	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_DONTCACHE, OPT_HUGE_PAGES, OPT_BUFFERED,
+	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_KNOBS_JSON, OPT_KNOB = 512,
 };
 
-static const struct option long_options[] = {
-	{ "block-size",			required_argument,	NULL, 'b' },
-	{ "queue-depth",		required_argument,	NULL, 'q' },
-	{ "buffers",			required_argument,	NULL, 'n' },
-	{ "direct",			no_argument,		NULL, 'd' },
-	{ "buffered",			no_argument,		NULL, OPT_BUFFERED },
-	{ "process-in-inner-loop",	no_argument,		NULL, 'i' },
-	{ "drain",			no_argument,		NULL, 'D' },
-	{ "link",			no_argument,		NULL, 'L' },
-	{ "fixed-buffers",		no_argument,		NULL, 'B' },
-	{ "fixed-file",			no_argument,		NULL, 'F' },
-	{ "sqpoll",			no_argument,		NULL, 'S' },
-	{ "submit-and-wait",		no_argument,		NULL, 'W' },
-	{ "iopoll",			no_argument,		NULL, 'P' },
-	{ "parallel-hash",		no_argument,		NULL, 'H' },
-	{ "fadvise-sequential",		no_argument,		NULL, 'A' },
-	{ "dontcache",			no_argument,		NULL, OPT_DONTCACHE },
-	{ "huge-pages",			no_argument,		NULL, OPT_HUGE_PAGES },
+/* b3sum's options and ours that are not knobs; the knobs' come first (long_options()). */
+static const struct option other_options[] = {
 	{ "keyed",			no_argument,		NULL, OPT_KEYED },
 	{ "derive-key",			required_argument,	NULL, OPT_DERIVE_KEY },
 	{ "length",			required_argument,	NULL, 'l' },
@@ -56,13 +54,180 @@ static const struct option long_options[] = {
 	{ "verbose",			no_argument,		NULL, 'v' },
 	{ "path",			required_argument,	NULL, 'p' },
 	{ "trace",			required_argument,	NULL, 't' },
+	{ "knobs-json",			no_argument,		NULL, OPT_KNOBS_JSON },
 	{ "help",			no_argument,		NULL, 'h' },
 	{ "version",			no_argument,		NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
-static void usage(FILE *out, const char *prog, const struct options *opts, const struct variant *v)
+/* getopt_long's table: the knobs' options, named from their fields, then the others. */
+struct option_table {
+	char names[NR_KNOBS][32];
+	struct option options[NR_KNOBS + ARRAY_SIZE(other_options)];
+	char short_options[64];
+};
+
+static void knob_option_name(const struct knob *k, char *buf, size_t size)
 {
+	snprintf(buf, size, "%s", k->name);
+	for (char *p = buf; *p; p++)
+		if (*p == '_')
+			*p = '-';
+}
+
+static void build_option_table(struct option_table *t)
+{
+	size_t used = snprintf(t->short_options, sizeof(t->short_options), ":l:cvhV");
+
+	for (size_t i = 0; i < NR_KNOBS; i++) {
+		const struct knob *k = &knob_table[i];
+		bool value = k->type != KNOB_FLAG;
+
+		knob_option_name(k, t->names[i], sizeof(t->names[i]));
+		t->options[i] = (struct option){ t->names[i], value ? required_argument : no_argument, NULL,
+						 k->short_name ? k->short_name : OPT_KNOB + (int)i };
+		if (k->short_name)
+			used += snprintf(t->short_options + used, sizeof(t->short_options) - used, "%c%s",
+					 k->short_name, value ? ":" : "");
+	}
+	memcpy(&t->options[NR_KNOBS], other_options, sizeof(other_options));
+}
+
+static const struct knob *knob_of_option(int c)
+{
+	for (size_t i = 0; i < NR_KNOBS; i++)
+		if (c == (knob_table[i].short_name ? knob_table[i].short_name : OPT_KNOB + (int)i))
+			return &knob_table[i];
+	return NULL;
+}
+
+static unsigned long long knob_get(const struct knobs *knobs, const struct knob *k)
+{
+	const char *field = (const char *)knobs + k->offset;
+
+	switch (k->type) {
+	case KNOB_SIZE: return *(const size_t *)field;
+	case KNOB_FLAG: return *(const bool *)field;
+	default: return *(const unsigned *)field;
+	}
+}
+
+static void knob_set(struct knobs *knobs, const struct knob *k, unsigned long long value)
+{
+	char *field = (char *)knobs + k->offset;
+
+	switch (k->type) {
+	case KNOB_SIZE: *(size_t *)field = value; break;
+	case KNOB_FLAG: *(bool *)field = value; break;
+	default: *(unsigned *)field = value; break;
+	}
+}
+
+static bool knob_used(const struct knob *k, const struct variant *v)
+{
+	switch (k->needs) {
+	case KNOB_NEEDS_URING: return v->uses_uring;
+	case KNOB_NEEDS_WAITS: return v->waits_on_completions;
+	default: return true;
+	}
+}
+
+/* Flags the variant has no use for are off: its loop never has to ask. */
+void knobs_for_variant(struct knobs *knobs, const struct variant *v)
+{
+	for (size_t i = 0; i < NR_KNOBS; i++)
+		if (knob_table[i].type == KNOB_FLAG && !knob_used(&knob_table[i], v))
+			knob_set(knobs, &knob_table[i], false);
+}
+
+static unsigned buffers_per_depth(const struct variant *v)
+{
+	return v->buffers_per_depth ? v->buffers_per_depth : 1;
+}
+
+/* The table's defaults with the variant's own; buffers stay 0: a multiple of the queue depth. */
+static void knob_defaults(struct knobs *knobs, const struct variant *v, bool article)
+{
+	memset(knobs, 0, sizeof(*knobs));
+	for (size_t i = 0; i < NR_KNOBS; i++)
+		knob_set(knobs, &knob_table[i], knob_table[i].def);
+	if (!article && v->queue_depth)
+		knobs->queue_depth = v->queue_depth;
+	if (!article && v->block_size)
+		knobs->block_size = v->block_size;
+	if (!article)
+		knobs->huge_pages = v->huge_pages;
+}
+
+/* 512K, 2M, 1000: the shortest exact form, as --block-size takes it. */
+static void format_size(unsigned long long bytes, char *buf, size_t size)
+{
+	static const char suffix[] = "GMK";
+
+	for (int i = 0; i < 3; i++) {
+		unsigned shift = 30 - 10 * i;
+
+		if (bytes && !(bytes & ((1ull << shift) - 1))) {
+			snprintf(buf, size, "%llu%c", bytes >> shift, suffix[i]);
+			return;
+		}
+	}
+	snprintf(buf, size, "%llu", bytes);
+}
+
+static void describe_default(const struct knob *k, const struct knobs *defaults, const struct variant *v,
+			     char *buf, size_t size)
+{
+	unsigned per_depth = buffers_per_depth(v);
+
+	switch (k->type) {
+	case KNOB_FLAG:
+		snprintf(buf, size, "default %s", knob_get(defaults, k) ? "on" : "off");
+		break;
+	case KNOB_SIZE:
+		snprintf(buf, size, "default ");
+		format_size(knob_get(defaults, k), buf + 8, size - 8);
+		break;
+	case KNOB_BUFFERS:
+		if (per_depth == 1)
+			snprintf(buf, size, "default: the queue depth");
+		else if (per_depth == 2)
+			snprintf(buf, size, "default: twice the queue depth");
+		else
+			snprintf(buf, size, "default: %u times the queue depth", per_depth);
+		break;
+	default:
+		snprintf(buf, size, "default %llu", knob_get(defaults, k));
+	}
+}
+
+/* One knob's lines: "  -b, --block-size SIZE  help (default 512K)", more lines of help below. */
+static void knob_usage(FILE *out, const struct knob *k, const struct knobs *defaults, const struct variant *v)
+{
+	char name[32], left[64], def[64];
+	const char *help = k->help, *newline = strchr(help, '\n');
+	int first = newline ? (int)(newline - help) : (int)strlen(help);
+
+	knob_option_name(k, name, sizeof(name));
+	if (k->short_name)
+		snprintf(left, sizeof(left), "  -%c, --%s%s%s", k->short_name, name, k->arg ? " " : "", k->arg ? k->arg : "");
+	else
+		snprintf(left, sizeof(left), "      --%s%s%s", name, k->arg ? " " : "", k->arg ? k->arg : "");
+	describe_default(k, defaults, v, def, sizeof(def));
+	fprintf(out, "%-*s %.*s (%s)\n", HELP_COLUMN - 1, left, first, help, def);
+	while (newline) {
+		help = newline + 1;
+		newline = strchr(help, '\n');
+		first = newline ? (int)(newline - help) : (int)strlen(help);
+		fprintf(out, "%*s%.*s\n", HELP_COLUMN, "", first, help);
+	}
+}
+
+static void usage(FILE *out, const char *prog, const struct variant *v)
+{
+	struct knobs defaults;
+
+	knob_defaults(&defaults, v, false);
 	fprintf(out,
 		"Usage: %s [OPTION]... [FILE]...\n"
 		"   or: %s %sFILE BLOCK_KIB QUEUE_DEPTH USE_O_DIRECT PROCESS_IN_INNER_LOOP BUFFERS USE_DRAIN USE_LINK\n"
@@ -81,28 +246,11 @@ static void usage(FILE *out, const char *prog, const struct options *opts, const
 		"      --tag                    BSD style: BLAKE3 (FILE) = HASH (default off)\n"
 		"  -c, --check                  uring_b3sum: FILEs are b3sum checksum files; verify them (default off)\n"
 		"      --quiet                  uring_b3sum --check: print only failures (default off)\n\n"
-		"The ring's options:\n"
-		"  -b, --block-size SIZE        bytes per read and per buffer, K/M/G suffixes (default %zu%s)\n"
-		"  -q, --queue-depth N          limit on unfinished read requests (default %u)\n"
-		"  -n, --buffers N              buffers in the ring (default: %sthe queue depth)\n"
-		"  -d, --direct                 read with O_DIRECT; SIZE must be a multiple of 4096 (default %s)\n"
-		"      --buffered               never O_DIRECT, not even for a file that is not cached (default off)\n"
-		"      --process-in-inner-loop  hash after every reaped completion (default off)\n"
-		"      --drain                  set IOSQE_IO_DRAIN on every read (default off)\n"
-		"      --link                   chain the reads of each submission with IOSQE_IO_LINK (default off)\n"
-		"      --fixed-buffers          register the buffers, read with READ_FIXED (default off)\n"
-		"      --fixed-file             register the file, read with IOSQE_FIXED_FILE (default off)\n"
-		"      --sqpoll                 IORING_SETUP_SQPOLL: a kernel thread submits (default off)\n"
-		"      --submit-and-wait        submit and wait in one system call (single-threaded; default off)\n"
-		"      --iopoll                 IORING_SETUP_IOPOLL (default off); needs --direct, a pollable\n"
-		"                               device and the single-threaded loop\n"
-		"      --parallel-hash          hash each block on every core, BLAKE3's TBB path (default off);\n"
-		"                               best with large power-of-two blocks\n"
-		"      --fadvise-sequential     POSIX_FADV_SEQUENTIAL on buffered reads: doubles readahead (default off)\n"
-		"      --dontcache              RWF_DONTCACHE on buffered reads: pages leave the page cache once\n"
-		"                               hashed, so the same few are reused (Linux 6.14+; default off)\n"
-		"      --huge-pages             back the buffers with 2M transparent huge pages: fewer segments\n"
-		"                               per O_DIRECT request (default %s)\n"
+		"The ring's options:\n",
+		prog, prog, v->chooses_path ? "--positional " : "");
+	for (size_t i = 0; i < NR_KNOBS; i++)
+		knob_usage(out, &knob_table[i], &defaults, v);
+	fprintf(out,
 		"  -v, --verbose                uring_b3sum: say how each file is read (default off)\n"
 		"      --path auto|memory|ring  uring_b3sum: hash from the page cache (memory) or read through\n"
 		"                               the ring (default auto: memory when the file is all in the page\n"
@@ -111,17 +259,77 @@ static void usage(FILE *out, const char *prog, const struct options *opts, const
 		"                               blocks_hashed, bytes_hashed (default off)\n"
 		"      --positional             the article's form follows: FILE and seven numbers (default off;\n"
 		"                               the article's variants take that form without it)\n"
+		"      --knobs-json             describe the ring's options as JSON, for the harness\n"
 		"  -h, --help                   show this help\n"
 		"  -V, --version                show versions of this program, BLAKE3 and liburing\n\n"
 		"Knobs a variant does not use (queue depth for the pread loop) are checked, then ignored.\n"
 		"In the positional form BLOCK_KIB is in KiB and the flags are 0 or 1.\n"
-		"Exit status: 0 if every FILE was hashed (or checked OK), 1 if any failed, 2 for a bad command line.\n",
-		prog, prog, v->chooses_path ? "--positional " : "", opts->default_block_size >> (opts->default_block_size % (1u << 20) ? 10 : 20),
-		opts->default_block_size % (1u << 20) ? "K" : "M",
-		opts->default_queue_depth, opts->buffers_per_depth == 2 ? "twice " : "",
-		v->direct_when_cold ? "off;\n                               but a file of a block or more that is not all in the page cache\n"
-		"                               is read with O_DIRECT where SIZE and the filesystem allow" : "off",
-		v->huge_pages ? "on" : "off");
+		"Exit status: 0 if every FILE was hashed (or checked OK), 1 if any failed, 2 for a bad command line.\n");
+}
+
+static void json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(out, "\\%c", *s);
+		else if (*s == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+static void json_default(FILE *out, const struct knob *k, const struct knobs *defaults, unsigned per_depth)
+{
+	if (k->type == KNOB_FLAG)
+		fputs("false", out);
+	else if (k->type == KNOB_BUFFERS && per_depth == 1)
+		fputs("\"queue_depth\"", out);
+	else if (k->type == KNOB_BUFFERS)
+		fprintf(out, "\"%u*queue_depth\"", per_depth);
+	else
+		fprintf(out, "%llu", knob_get(defaults, k));
+}
+
+/*
+ * --knobs-json: the table as the harness reads it. "default" is the article's
+ * (the harness's), "variant_default" this program's own; "used" says whether
+ * this variant acts on the knob ("needs" says what it takes).
+ */
+static void knobs_json(FILE *out, const struct variant *v)
+{
+	static const char *const types[] = { "size", "count", "buffers", "flag" };
+	static const char *const needs[] = { "all", "io_uring", "a loop that waits on completions" };
+	struct knobs article, own;
+	char name[32];
+
+	knob_defaults(&article, v, true);
+	knob_defaults(&own, v, false);
+	fprintf(out, "{\"variant\": ");
+	json_string(out, v->name);
+	fprintf(out, ", \"knobs\": [");
+	for (size_t i = 0; i < NR_KNOBS; i++) {
+		const struct knob *k = &knob_table[i];
+
+		knob_option_name(k, name, sizeof(name));
+		fprintf(out, "%s\n  {\"name\": \"%s\", \"option\": \"--%s\", \"short\": ", i ? "," : "", k->name, name);
+		if (k->short_name)
+			fprintf(out, "\"-%c\"", k->short_name);
+		else
+			fputs("null", out);
+		fprintf(out, ", \"type\": \"%s\", \"default\": ", types[k->type]);
+		json_default(out, k, &article, 1);
+		fprintf(out, ", \"variant_default\": ");
+		json_default(out, k, &own, buffers_per_depth(v));
+		fprintf(out, ", \"min\": %llu, \"max\": %llu, \"label\": \"%s\", \"positional\": %d, "
+			"\"needs\": \"%s\", \"used\": %s, \"help\": ", k->min, k->max, k->label, k->positional,
+			needs[k->needs], knob_used(k, v) ? "true" : "false");
+		json_string(out, k->help);
+		fputc('}', out);
+	}
+	fprintf(out, "\n]}\n");
 }
 
 static int bad_usage(const char *prog, const char *fmt, ...)
@@ -225,26 +433,26 @@ static int parse_article_form(struct options *opts, char **argv, const char *pro
 	}
 	if (v[0] > (MAX_BLOCK_SIZE >> 10))
 		return bad_usage(prog, "BLOCK_KIB %s is larger than the 1G maximum", argv[2]);
-	opts->block_size = v[0] << 10;
-	opts->queue_depth = v[1];
-	opts->direct = v[2];
-	opts->process_in_inner_loop = v[3];
-	opts->buffers = v[4];
+	opts->knobs.block_size = v[0] << 10;
+	opts->knobs.queue_depth = v[1];
+	opts->knobs.direct = v[2];
+	opts->knobs.process_in_inner_loop = v[3];
+	opts->knobs.buffers = v[4];
 	opts->buffers_given = true;
-	opts->drain = v[5];
-	opts->link = v[6];
+	opts->knobs.drain = v[5];
+	opts->knobs.link = v[6];
 	opts->files = &argv[1];
 	opts->nr_files = 1;
 	return -1;
 }
 
 /* getopt says '?' both for an unknown option and for a value given to a flag, as in --direct=1. */
-static int unknown_option(const char *arg, int optopt_seen, const char *prog)
+static int unknown_option(const char *arg, int optopt_seen, const struct option *options, const char *prog)
 {
 	const char *equals = strchr(arg, '=');
 
 	if (!strncmp(arg, "--", 2) && equals) {
-		for (const struct option *o = long_options; o->name; o++)
+		for (const struct option *o = options; o->name; o++)
 			if (strlen(o->name) == (size_t)(equals - arg - 2) && !strncmp(o->name, arg + 2, equals - arg - 2))
 				return bad_usage(prog, "option '--%s' takes no value", o->name);
 	}
@@ -253,42 +461,50 @@ static int unknown_option(const char *arg, int optopt_seen, const char *prog)
 	return bad_usage(prog, "unknown option '%s'", arg);
 }
 
+/* A knob's value; --name VALUE or a flag's --name. */
+static int parse_knob(struct options *opts, const struct knob *k, const char *value, const char *prog)
+{
+	char name[32];
+	size_t size;
+	unsigned count;
+
+	knob_option_name(k, name, sizeof(name));
+	switch (k->type) {
+	case KNOB_FLAG:
+		knob_set(&opts->knobs, k, true);
+		break;
+	case KNOB_SIZE:
+		if (!parse_size(value, &size))
+			return bad_usage(prog, "invalid --%s '%s': expected bytes with an optional K, M or G suffix",
+					 name, value);
+		knob_set(&opts->knobs, k, size);
+		break;
+	default:
+		if (!parse_unsigned(value, &count))
+			return bad_usage(prog, "invalid --%s '%s': expected a whole number", name, value);
+		knob_set(&opts->knobs, k, count);
+		opts->buffers_given |= k->type == KNOB_BUFFERS;
+	}
+	return -1;
+}
+
 static int parse_long_form(struct options *opts, int argc, char **argv, const char *prog, const struct variant *v)
 {
+	struct option_table table;
+	const struct knob *k;
 	uint64_t threads;
 	int c, ret;
 
+	build_option_table(&table);
 	optind = 0;	/* glibc: start afresh, as this runs once for a defaults file and once for argv */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":b:q:n:l:dcvhV", long_options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, table.short_options, table.options, NULL)) != -1) {
+		if ((k = knob_of_option(c))) {
+			if ((ret = parse_knob(opts, k, optarg, prog)) >= 0)
+				return ret;
+			continue;
+		}
 		switch (c) {
-		case 'b':
-			if (!parse_size(optarg, &opts->block_size))
-				return bad_usage(prog, "invalid --block-size '%s': expected bytes with an optional K, M or G suffix", optarg);
-			break;
-		case 'q':
-			if (!parse_unsigned(optarg, &opts->queue_depth))
-				return bad_usage(prog, "invalid --queue-depth '%s': expected a whole number", optarg);
-			break;
-		case 'n':
-			if (!parse_unsigned(optarg, &opts->buffers))
-				return bad_usage(prog, "invalid --buffers '%s': expected a whole number", optarg);
-			opts->buffers_given = true;
-			break;
-		case 'd': opts->direct = true; break;
-		case OPT_BUFFERED: opts->buffered = true; break;
-		case 'i': opts->process_in_inner_loop = true; break;
-		case 'D': opts->drain = true; break;
-		case 'L': opts->link = true; break;
-		case 'B': opts->fixed_buffers = true; break;
-		case 'F': opts->fixed_file = true; break;
-		case 'S': opts->sqpoll = true; break;
-		case 'W': opts->submit_and_wait = true; break;
-		case 'P': opts->iopoll = true; break;
-		case 'H': opts->parallel_hash = true; break;
-		case 'A': opts->fadvise_sequential = true; break;
-		case OPT_DONTCACHE: opts->dontcache = true; break;
-		case OPT_HUGE_PAGES: opts->huge_pages = true; break;
 		case OPT_KEYED: opts->keyed = true; break;
 		case OPT_DERIVE_KEY: opts->derive_key = optarg; break;
 		case 'l':
@@ -326,8 +542,11 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 			opts->path_given = true;
 			break;
 		case 't': opts->trace_path = optarg; break;
+		case OPT_KNOBS_JSON:
+			knobs_json(stdout, v);
+			return 0;
 		case 'h':
-			usage(stdout, prog, opts, v);
+			usage(stdout, prog, v);
 			return 0;
 		case 'V':
 			printf("%s (ringsum %s) BLAKE3 %s liburing %s\n", prog, RINGSUM_VERSION,
@@ -336,7 +555,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 		case ':':
 			return bad_usage(prog, "option '%s' needs a value", argv[optind - 1]);
 		default:
-			return unknown_option(argv[optind - 1], optopt, prog);
+			return unknown_option(argv[optind - 1], optopt, table.options, prog);
 		}
 	}
 	opts->files = &argv[optind];
@@ -364,30 +583,36 @@ static int check_b3sum_rules(const struct options *opts, const char *prog)
 	return -1;
 }
 
+/* Every number within its row's limits, said in its row's words. */
+static int check_ranges(const struct knobs *knobs, const char *prog)
+{
+	for (size_t i = 0; i < NR_KNOBS; i++) {
+		const struct knob *k = &knob_table[i];
+		unsigned long long value = knob_get(knobs, k);
+
+		if (value < k->min)
+			return bad_usage(prog, "%s must be at least %llu%s%s", k->noun, k->min, *k->unit ? " " : "", k->unit);
+		if (value > k->max)
+			return bad_usage(prog, "%s %llu %s", k->noun, value, k->too_large);
+	}
+	return -1;
+}
+
 static int validate(const struct options *opts, const struct variant *v, const char *prog)
 {
-	if (opts->block_size == 0)
-		return bad_usage(prog, "the block size must be at least 1 byte");
-	if (opts->block_size > MAX_BLOCK_SIZE)
-		return bad_usage(prog, "the block size %zu is larger than the 1G maximum", opts->block_size);
-	if (opts->direct && opts->block_size % DIRECT_ALIGN)
+	if (check_ranges(&opts->knobs, prog) >= 0)
+		return 2;
+	if (opts->knobs.direct && opts->knobs.block_size % DIRECT_ALIGN)
 		return bad_usage(prog, "O_DIRECT needs a block size that is a multiple of %u bytes, got %zu",
-				 DIRECT_ALIGN, opts->block_size);
-	if (opts->queue_depth == 0)
-		return bad_usage(prog, "the queue depth must be at least 1");
-	if (opts->queue_depth > MAX_QUEUE_DEPTH)
-		return bad_usage(prog, "the queue depth %u exceeds the kernel limit of %u (IORING_MAX_ENTRIES)",
-				 opts->queue_depth, MAX_QUEUE_DEPTH);
-	if (opts->buffers == 0)
-		return bad_usage(prog, "the ring needs at least 1 buffer");
-	if (opts->fixed_buffers && opts->buffers > MAX_FIXED_BUFFERS)
+				 DIRECT_ALIGN, opts->knobs.block_size);
+	if (opts->knobs.fixed_buffers && opts->knobs.buffers > MAX_FIXED_BUFFERS)
 		return bad_usage(prog, "--fixed-buffers registers at most %u buffers, got %u",
-				 MAX_FIXED_BUFFERS, opts->buffers);
-	if (opts->direct && opts->buffered)
+				 MAX_FIXED_BUFFERS, opts->knobs.buffers);
+	if (opts->knobs.direct && opts->knobs.buffered)
 		return bad_usage(prog, "--direct and --buffered contradict each other");
-	if (opts->iopoll && !opts->direct)
+	if (opts->knobs.iopoll && !opts->knobs.direct)
 		return bad_usage(prog, "--iopoll needs --direct");
-	if (opts->iopoll && v->uses_uring && !v->waits_on_completions)
+	if (opts->knobs.iopoll && v->uses_uring && !v->waits_on_completions)
 		return bad_usage(prog, "--iopoll needs a loop that waits on completions; use the single-threaded variant");
 	if (!v->chooses_path && (opts->check || opts->quiet || opts->verbose || opts->path_given))
 		return bad_usage(prog, "--check, --quiet, --verbose and --path belong to uring_b3sum");
@@ -457,10 +682,7 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 	int ret = -1;
 
 	memset(opts, 0, sizeof(*opts));
-	opts->block_size = opts->default_block_size = v->block_size ? v->block_size : DEFAULT_BLOCK_SIZE;
-	opts->huge_pages = v->huge_pages;
-	opts->queue_depth = opts->default_queue_depth = v->queue_depth ? v->queue_depth : DEFAULT_QUEUE_DEPTH;
-	opts->buffers_per_depth = v->buffers_per_depth ? v->buffers_per_depth : 1;
+	knob_defaults(&opts->knobs, v, false);
 	opts->format.length = BLAKE3_OUT_LEN;
 	/* uring_b3sum takes its arguments as b3sum does: files named 1 2 0 0 1 0 0 are files. */
 	if (argc == ARTICLE_ARGC + 1 && !strcmp(argv[1], "--positional") && is_article_form(argc - 1, argv + 1)) {
@@ -476,7 +698,7 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 	if (ret >= 0)
 		return ret;
 	if (!opts->buffers_given)
-		opts->buffers = opts->queue_depth * opts->buffers_per_depth;
+		opts->knobs.buffers = opts->knobs.queue_depth * buffers_per_depth(v);
 	ret = validate(opts, v, v->name);
 	if (ret >= 0)
 		return ret;

@@ -90,10 +90,10 @@ static void parse_faults(struct ring *r)
 				r->faults[r->nr_faults++] = (struct fault){ n, kinds[i].res };
 		if (!strcmp(name, "slow"))
 			r->slow_percent = n;
-		else if (!strcmp(name, "depth") && n > 0 && n < r->queue_depth)
-			r->queue_depth = n;
+		else if (!strcmp(name, "depth") && n > 0 && n < r->knobs.queue_depth)
+			r->knobs.queue_depth = n;
 		else if (!strcmp(name, "buffered") && n)
-			r->direct = r->direct_when_cold = false;
+			r->knobs.direct = r->direct_when_cold = false;
 		spec += used + (spec[used] == ',');
 	}
 }
@@ -145,7 +145,7 @@ static int setup_uring(struct ring *r, unsigned flags)
 		memset(&p, 0, sizeof(p));
 		p.flags = flags;
 		p.sq_thread_idle = 100;	/* ms before the SQPOLL thread sleeps */
-		ret = io_uring_queue_init_params(r->queue_depth, &r->uring, &p);
+		ret = io_uring_queue_init_params(r->knobs.queue_depth, &r->uring, &p);
 		if (ret != -EINVAL || i == sizeof(droppable_setup_flags) / sizeof(droppable_setup_flags[0]))
 			return ret;
 		flags &= ~droppable_setup_flags[i++];
@@ -160,7 +160,7 @@ static int register_buffers(struct ring *r)
 	if (!iov)
 		return -ENOMEM;
 	for (unsigned i = 0; i < r->nr_cells; i++)
-		iov[i] = (struct iovec){ .iov_base = r->cells[i].buf, .iov_len = r->block_size };
+		iov[i] = (struct iovec){ .iov_base = r->cells[i].buf, .iov_len = r->knobs.block_size };
 	ret = io_uring_register_buffers(&r->uring, iov, r->nr_cells);
 	free(iov);
 	return ret;
@@ -173,32 +173,22 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 
 	memset(r, 0, sizeof(*r));
 	r->eventfd = -1;
-	r->block_size = opts->block_size;
-	r->queue_depth = opts->queue_depth;
-	r->nr_cells = v->uses_uring ? opts->buffers : 1;
-	r->direct = opts->direct;
-	r->direct_when_cold = v->direct_when_cold && !opts->direct && !opts->buffered &&
-			      opts->block_size % DIRECT_ALIGN == 0;
-	r->link = opts->link;
-	r->process_in_inner_loop = opts->process_in_inner_loop;
-	r->fixed_buffers = opts->fixed_buffers && v->uses_uring;
-	r->fixed_file = opts->fixed_file && v->uses_uring;
-	r->submit_and_wait = opts->submit_and_wait && v->waits_on_completions;
-	r->iopoll = opts->iopoll && v->uses_uring;
-	r->parallel_hash = opts->parallel_hash;
-	r->fadvise_sequential = opts->fadvise_sequential;
-	r->dontcache = opts->dontcache;
+	r->knobs = opts->knobs;
+	knobs_for_variant(&r->knobs, v);
+	r->direct_when_cold = v->direct_when_cold && !r->knobs.direct && !r->knobs.buffered &&
+			      r->knobs.block_size % DIRECT_ALIGN == 0;
+	r->nr_cells = v->uses_uring ? opts->knobs.buffers : 1;
 	r->prog = v->name;
 	r->path_choice = v->chooses_path && !opts->no_mmap ? opts->path_choice : PATH_RING;
 	r->verbose = opts->verbose;
 	r->quiet = opts->quiet;
 	r->keyed = opts->keyed;
 	r->format = opts->format;
-	r->sqe_flags = (opts->drain ? IOSQE_IO_DRAIN : 0) | (opts->link ? IOSQE_IO_LINK : 0);
+	r->sqe_flags = (r->knobs.drain ? IOSQE_IO_DRAIN : 0) | (r->knobs.link ? IOSQE_IO_LINK : 0);
 
-	if (__builtin_mul_overflow(r->block_size, (size_t)r->nr_cells, &bytes))
+	if (__builtin_mul_overflow(r->knobs.block_size, (size_t)r->nr_cells, &bytes))
 		return -ENOMEM;
-	ret = posix_memalign((void **)&r->memory, opts->huge_pages ? HUGE_PAGE_SIZE : DIRECT_ALIGN, bytes);
+	ret = posix_memalign((void **)&r->memory, r->knobs.huge_pages ? HUGE_PAGE_SIZE : DIRECT_ALIGN, bytes);
 	if (ret)
 		return -ret;
 	/*
@@ -206,7 +196,7 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	 * its buffer: with 4K pages a virtio disk's 254 segments cap a request near
 	 * 1M, with 2M pages at its 4M max_sectors. Refused (THP off): 4K pages, as without it.
 	 */
-	if (opts->huge_pages)
+	if (r->knobs.huge_pages)
 		madvise(r->memory, bytes, MADV_HUGEPAGE);
 	r->cells = calloc(r->nr_cells, sizeof(*r->cells));
 	r->nr_slots = r->nr_cells + 1;
@@ -216,27 +206,27 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	for (unsigned i = 0; i < r->nr_slots; i++)
 		r->inputs[i].fd = -1;
 	for (unsigned i = 0; i < r->nr_cells; i++)
-		r->cells[i].buf = r->memory + (size_t)i * r->block_size;
+		r->cells[i].buf = r->memory + (size_t)i * r->knobs.block_size;
 
 	parse_faults(r);
 	if (!v->uses_uring)
 		return 0;
-	ret = setup_uring(r, v->setup_flags | (opts->sqpoll ? IORING_SETUP_SQPOLL : 0) |
-			  (r->iopoll ? IORING_SETUP_IOPOLL : 0));
+	ret = setup_uring(r, v->setup_flags | (r->knobs.sqpoll ? IORING_SETUP_SQPOLL : 0) |
+			  (r->knobs.iopoll ? IORING_SETUP_IOPOLL : 0));
 	/* Forbidden (seccomp, io_uring_disabled) or absent: the same hashes from pread(), one cell. */
 	if (v->falls_back && (ret == -ENOSYS || ret == -EPERM)) {
 		r->fallback_reason = ret;
 		r->nr_cells = 1;
-		r->fixed_buffers = r->fixed_file = r->iopoll = false;
+		r->knobs.fixed_buffers = r->knobs.fixed_file = r->knobs.iopoll = false;
 		return 0;
 	}
 	if (ret < 0)
 		return ret;
 	r->have_uring = true;
-	if (r->fixed_buffers && (ret = register_buffers(r)) < 0)
+	if (r->knobs.fixed_buffers && (ret = register_buffers(r)) < 0)
 		return ret;
 	/* Files with blocks in the ring, and the one being opened, each need a slot. */
-	if (r->fixed_file && (ret = io_uring_register_files_sparse(&r->uring, r->nr_cells + 1)) < 0)
+	if (r->knobs.fixed_file && (ret = io_uring_register_files_sparse(&r->uring, r->nr_cells + 1)) < 0)
 		return ret;
 	if (v->uses_eventfd) {
 		r->eventfd = eventfd(0, EFD_CLOEXEC);
@@ -400,7 +390,7 @@ static struct io_uring_sqe *get_sqe(struct ring *r)
 /* Queue a read of what the cell still lacks; with O_DIRECT it stays aligned. */
 static int queue_read(struct ring *r, struct cell *c)
 {
-	int fd = r->fixed_file ? (int)c->input->fixed_slot : c->input->fd;
+	int fd = r->knobs.fixed_file ? (int)c->input->fixed_slot : c->input->fd;
 	struct io_uring_sqe *sqe = get_sqe(r);
 	size_t start = c->got, end = c->want;
 	/* A stream is read where it stands (offset -1), one read at a time. */
@@ -414,13 +404,13 @@ static int queue_read(struct ring *r, struct cell *c)
 		c->got = start;
 		offset = c->offset + start;
 	}
-	if (r->fixed_buffers)
+	if (r->knobs.fixed_buffers)
 		io_uring_prep_read_fixed(sqe, fd, c->buf + start, end - start, offset, c - r->cells);
 	else
 		io_uring_prep_read(sqe, fd, c->buf + start, end - start, offset);
-	sqe->rw_flags = c->input->rw_flags;
 	io_uring_sqe_set_data(sqe, c);
-	sqe->flags |= r->sqe_flags | (r->fixed_file ? IOSQE_FIXED_FILE : 0);
+	sqe->rw_flags = c->input->rw_flags;
+	sqe->flags |= r->sqe_flags | (r->knobs.fixed_file ? IOSQE_FIXED_FILE : 0);
 	r->last_sqe = sqe;
 	set_in_flight(r, ring_in_flight(r) + 1);
 	return 0;
@@ -455,7 +445,7 @@ bool ring_can_request(struct ring *r)
 {
 	struct input *in;
 
-	if (ring_in_flight(r) >= r->queue_depth ||
+	if (ring_in_flight(r) >= r->knobs.queue_depth ||
 	    atomic_load(&cell_of(r, r->producer_head)->state) != CELL_CONSUMED)
 		return false;
 	/* A new file waits for a descriptor; one already open always has its turn. */
@@ -484,7 +474,7 @@ int ring_request(struct ring *r)
 		if (r->producer_block == 0)
 			input_open(r, in, r->producer_input);
 		c->input = in;
-		c->offset = r->producer_block * r->block_size;
+		c->offset = r->producer_block * r->knobs.block_size;
 		c->want = block_length(r, in, r->producer_block);
 		c->got = 0;
 		c->retries = 0;
@@ -511,11 +501,11 @@ int ring_request(struct ring *r)
 /* and_wait: also wait for a completion in the same system call, if one can come. */
 int ring_submit(struct ring *r, bool and_wait)
 {
-	unsigned wait_nr = and_wait && r->submit_and_wait && ring_in_flight(r) > 0;
+	unsigned wait_nr = and_wait && r->knobs.submit_and_wait && ring_in_flight(r) > 0;
 	int ret, tries = 0;
 
 	/* A chain ends with its submission: a link flag on the last read would join the next batch. */
-	if (r->link && r->last_sqe)
+	if (r->knobs.link && r->last_sqe)
 		r->last_sqe->flags &= ~IOSQE_IO_LINK;
 	r->last_sqe = NULL;
 	do {

@@ -11,13 +11,14 @@
 #include <liburing.h>
 
 #include "blake3.h"
+#include "knobs.h"
 
 #define RINGSUM_VERSION "0.1.0"
 #define DIRECT_ALIGN 4096u
-#define HUGE_PAGE_SIZE (2u << 20)
 #define MAX_BLOCK_SIZE (1ul << 30)
 #define MAX_QUEUE_DEPTH 32768u		/* IORING_MAX_ENTRIES */
 #define MAX_FIXED_BUFFERS 16384u	/* IORING_MAX_REG_BUFFERS */
+#define HUGE_PAGE_SIZE (2u << 20)
 #ifndef RWF_DONTCACHE
 #define RWF_DONTCACHE 0x00000080	/* Linux 6.14: drop the pages read from the page cache after the copy */
 #endif
@@ -62,23 +63,7 @@ struct output_format {
 struct ring;
 
 struct options {
-	size_t block_size;		/* bytes per read and per cell */
-	unsigned queue_depth;		/* limit on unfinished requests */
-	unsigned buffers;		/* cells in the ring */
-	bool direct;			/* open with O_DIRECT */
-	bool buffered;			/* never O_DIRECT, not even for a cold file (uring_b3sum) */
-	bool process_in_inner_loop;	/* consume after every reaped completion */
-	bool drain;			/* IOSQE_IO_DRAIN on every read */
-	bool link;			/* IOSQE_IO_LINK between the reads of one submission */
-	bool fixed_buffers;		/* register the ring's buffers, read with READ_FIXED */
-	bool fixed_file;		/* register each file, read with IOSQE_FIXED_FILE */
-	bool sqpoll;			/* IORING_SETUP_SQPOLL: a kernel thread submits */
-	bool submit_and_wait;		/* one io_uring_enter submits and waits (single-threaded loop) */
-	bool iopoll;			/* IORING_SETUP_IOPOLL: poll the device for completions */
-	bool parallel_hash;		/* hash each block on every core (BLAKE3's TBB path) */
-	bool fadvise_sequential;	/* POSIX_FADV_SEQUENTIAL: a larger readahead window */
-	bool dontcache;			/* RWF_DONTCACHE on buffered reads of regular files */
-	bool huge_pages;		/* back the ring's buffers with transparent huge pages */
+	struct knobs knobs;		/* the ring's (knobs.h) */
 	struct output_format format;
 	bool keyed;			/* --keyed: the 32-byte key comes from stdin */
 	const char *derive_key;		/* --derive-key CONTEXT, or NULL */
@@ -91,9 +76,6 @@ struct options {
 	int path_choice;		/* PATH_AUTO, PATH_MEMORY or PATH_RING */
 	bool path_given;
 	bool buffers_given;
-	unsigned default_queue_depth;	/* this variant's, for --help */
-	size_t default_block_size;	/* this variant's, for --help */
-	unsigned buffers_per_depth;	/* buffers when not given: this many per queue depth */
 	char defaults_text[4096];	/* uring_b3sum's options file; option values point into it */
 	const char *trace_path;		/* CSV of consumer runs, or NULL */
 	char **files;
@@ -107,10 +89,10 @@ struct variant {
 	bool waits_on_completions;	/* its loop may block in the kernel for completions */
 	unsigned setup_flags;		/* io_uring setup flags to try, dropped in turn */
 	bool chooses_path;		/* hashes files in the page cache from memory (uring_b3sum) */
+	bool falls_back;		/* without io_uring, reads with pread() instead of failing */
 	bool direct_when_cold;		/* reads a file of a block or more that is not all cached with O_DIRECT */
 	bool huge_pages;		/* default of --huge-pages */
-	bool falls_back;		/* without io_uring, reads with pread() instead of failing */
-	size_t block_size;		/* default; 0: 512K */
+	size_t block_size;		/* default; 0: the article's 512K */
 	unsigned queue_depth;		/* default; 0: the article's 4 */
 	unsigned buffers_per_depth;	/* default buffers per queue depth; 0: 1 */
 	int (*hash_stream)(struct ring *ring);
@@ -170,20 +152,9 @@ struct trace {
 struct ring {
 	struct cell *cells;
 	unsigned nr_cells;
-	size_t block_size;
-	unsigned queue_depth;
-	unsigned sqe_flags;
-	bool link;
-	bool direct;
+	struct knobs knobs;		/* as given, those a variant does not use turned off */
 	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */
-	bool process_in_inner_loop;
-	bool fixed_buffers;
-	bool fixed_file;
-	bool submit_and_wait;
-	bool iopoll;
-	bool parallel_hash;
-	bool fadvise_sequential;
-	bool dontcache;
+	unsigned sqe_flags;
 	unsigned char *memory;		/* one allocation for every cell's buffer */
 	struct io_uring uring;
 	bool have_uring;
@@ -233,6 +204,7 @@ struct ring {
 
 /* options.c */
 int parse_options(struct options *opts, int argc, char **argv, const struct variant *v);
+void knobs_for_variant(struct knobs *k, const struct variant *v);
 
 /* ring.c: the ring buffer protocol */
 int ring_setup(struct ring *r, const struct options *opts, const struct variant *v);
@@ -268,7 +240,7 @@ void hash_limit_threads(size_t threads);
 
 static inline void hash_update(const struct ring *r, blake3_hasher *hasher, const void *data, size_t len)
 {
-	if (r->parallel_hash)
+	if (r->knobs.parallel_hash)
 		hash_parallel(hasher, data, len);
 	else
 		blake3_hasher_update(hasher, data, len);

@@ -21,7 +21,7 @@ static int hash_stream(struct ring *r)
 			ret = ring_reap_one(r, true);
 		while (ret > 0) {
 			progress++;
-			if (r->process_in_inner_loop)
+			if (r->knobs.process_in_inner_loop)
 				ring_consume(r);
 			ret = ring_reap_one(r, false);
 		}

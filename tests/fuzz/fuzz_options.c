@@ -36,15 +36,15 @@ static void check_accepted(const struct options *o, const struct variant *v, cha
 	for (int i = 0; i < o->nr_files; i++)
 		if (!o->files[i])
 			__builtin_trap();
-	if (o->block_size < 1 || o->block_size > MAX_BLOCK_SIZE)
+	if (o->knobs.block_size < 1 || o->knobs.block_size > MAX_BLOCK_SIZE)
 		__builtin_trap();
-	if (o->direct && o->block_size % DIRECT_ALIGN)
+	if (o->knobs.direct && o->knobs.block_size % DIRECT_ALIGN)
 		__builtin_trap();
-	if (o->queue_depth < 1 || o->queue_depth > MAX_QUEUE_DEPTH || o->buffers < 1)
+	if (o->knobs.queue_depth < 1 || o->knobs.queue_depth > MAX_QUEUE_DEPTH || o->knobs.buffers < 1)
 		__builtin_trap();
-	if (o->fixed_buffers && o->buffers > MAX_FIXED_BUFFERS)
+	if (o->knobs.fixed_buffers && o->knobs.buffers > MAX_FIXED_BUFFERS)
 		__builtin_trap();
-	if (o->iopoll && (!o->direct || (v->uses_uring && !v->waits_on_completions)))
+	if (o->knobs.iopoll && (!o->knobs.direct || (v->uses_uring && !v->waits_on_completions)))
 		__builtin_trap();
 	if ((o->check || o->quiet || o->verbose || o->path_given) && !v->chooses_path)
 		__builtin_trap();
