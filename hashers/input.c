@@ -180,6 +180,8 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 		if (fcntl(in->fd, F_SETFL, 0))
 			return -errno;
 	}
+	if (in->direct)
+		ring_use_huge_pages(r);
 	in->rw_flags = r->knobs.dontcache && regular && !in->direct && !in->stream ? RWF_DONTCACHE : 0;
 	if (r->verbose)
 		say_how(r, in);

@@ -284,7 +284,7 @@ static void json_string(FILE *out, const char *s)
 static void json_default(FILE *out, const struct knob *k, const struct knobs *defaults, unsigned per_depth)
 {
 	if (k->type == KNOB_FLAG)
-		fputs("false", out);
+		fputs(knob_get(defaults, k) ? "true" : "false", out);
 	else if (k->type == KNOB_BUFFERS && per_depth == 1)
 		fputs("\"queue_depth\"", out);
 	else if (k->type == KNOB_BUFFERS)

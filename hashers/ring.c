@@ -191,13 +191,6 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	ret = posix_memalign((void **)&r->memory, r->knobs.huge_pages ? HUGE_PAGE_SIZE : DIRECT_ALIGN, bytes);
 	if (ret)
 		return -ret;
-	/*
-	 * An O_DIRECT read becomes one segment per physically contiguous piece of
-	 * its buffer: with 4K pages a virtio disk's 254 segments cap a request near
-	 * 1M, with 2M pages at its 4M max_sectors. Refused (THP off): 4K pages, as without it.
-	 */
-	if (r->knobs.huge_pages)
-		madvise(r->memory, bytes, MADV_HUGEPAGE);
 	r->cells = calloc(r->nr_cells, sizeof(*r->cells));
 	r->nr_slots = r->nr_cells + 1;
 	r->inputs = calloc(r->nr_slots, sizeof(*r->inputs));
@@ -237,6 +230,20 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 			return ret;
 	}
 	return 0;
+}
+
+/*
+ * An O_DIRECT read becomes one segment per physically contiguous piece of its
+ * buffer: with 4K pages a virtio disk's 254 segments cap a request near 1M,
+ * with 2M pages at its 4M max_sectors. Only once a file is read with O_DIRECT:
+ * many small buffered files touch 4K of a cell, not a 2M page each. Refused
+ * (THP off): 4K pages, as without it.
+ */
+void ring_use_huge_pages(struct ring *r)
+{
+	if (r->knobs.huge_pages && !r->huge_pages_advised)
+		madvise(r->memory, r->knobs.block_size * r->nr_cells, MADV_HUGEPAGE);
+	r->huge_pages_advised = true;
 }
 
 void ring_teardown(struct ring *r)

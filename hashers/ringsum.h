@@ -154,6 +154,7 @@ struct ring {
 	unsigned nr_cells;
 	struct knobs knobs;		/* as given, those a variant does not use turned off */
 	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */
+	bool huge_pages_advised;	/* ring_use_huge_pages() has run (the producer's) */
 	unsigned sqe_flags;
 	unsigned char *memory;		/* one allocation for every cell's buffer */
 	struct io_uring uring;
@@ -209,6 +210,7 @@ void knobs_for_variant(struct knobs *k, const struct variant *v);
 /* ring.c: the ring buffer protocol */
 int ring_setup(struct ring *r, const struct options *opts, const struct variant *v);
 void ring_teardown(struct ring *r);
+void ring_use_huge_pages(struct ring *r);
 void ring_start(struct ring *r, struct source *source);
 struct input *ring_next_input(struct ring *r);
 int ring_request(struct ring *r);
