@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hashers_support import B3SUM, MiB, b3sum_lines, data_file, program, run
+from hashers_support import B3SUM, BIN_DIR, REPO, MiB, b3sum_lines, data_file, program, run
 
 URING_B3SUM = "uring_b3sum"
 
@@ -266,6 +266,8 @@ def test_dontcache_is_refused_clearly_where_the_filesystem_lacks_it():
         path.unlink()
 
 
+@pytest.mark.skipif(BIN_DIR != REPO / "build" / "bin",
+                    reason="the release build's peak RSS: a sanitizer build adds its own shadow memory")
 def test_peak_rss_is_bounded_by_the_ring(tmp_path):
     """A cold 64 MiB file through an 8 MiB ring (1M x 8, O_DIRECT into huge pages): the process never
     holds more than the ring and a few MiB, whatever the file's size. GNU time measures it: a child of
