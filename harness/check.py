@@ -506,7 +506,8 @@ def instructions_now(bin_dir: Path | None = None, file: Path | None = None,
     """measure_instructions() on `file`, or on a random file of `size` in build/data."""
     from harness.config import REPO_ROOT
     from harness.plan import FileSpec, find_tool
-    from harness.run import b3sum_reference, ensure_file
+    from harness.files import ensure_file
+    from harness.preflight import b3sum_reference
     from harness.units import format_size
 
     bin_dir = bin_dir or REPO_ROOT / os.environ.get("RINGSUM_BIN_DIR", "build/bin")

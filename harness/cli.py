@@ -182,10 +182,11 @@ def _cmd_plan(a: argparse.Namespace) -> int:
 
     from harness.files import describe
     from harness.probe import HasherRejects, check_hashers
-    from harness.run import LONG_PLAN_S, Options, _apply_overrides, resolve_files
+    from harness.files import resolve_files
+    from harness.run import LONG_PLAN_S, Options, apply_overrides
 
     opts = Options(config_path=a.config, rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir)
-    config = _apply_overrides(load_config(a.config), opts)
+    config = apply_overrides(load_config(a.config), opts)
     files = resolve_files(config, a.file, a.size, a.dir)
     plan = build_plan(config, files)
     est = estimate(plan, config)
@@ -401,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     from harness.check import CheckError
     from harness.files import FileError
     from harness.knobs import KnobsError
-    from harness.run import SetupError
+    from harness.preflight import SetupError
     from harness.state import StateError
 
     try:

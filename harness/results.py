@@ -6,6 +6,7 @@ the headline) is harness/verdict.py.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import os
@@ -274,3 +275,10 @@ def per_command(runs: Any) -> Any:
         })
     return pd.DataFrame(rows)
 
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def iso(t: dt.datetime) -> str:
+    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -152,9 +152,10 @@ def load_space(path: str | os.PathLike[str], file: str | None = None, size: int 
                dir_: str | None = None, warm: bool = False, bin_dir: str | None = None,
                variants: list[str] | None = None) -> Space:
     """The space config with the command line's overrides; raises TuneError, ConfigError, SetupError."""
-    from harness.run import Options, _apply_overrides, resolve_files
+    from harness.files import resolve_files
+    from harness.run import Options, apply_overrides
 
-    config = _apply_overrides(load_config(path), Options(config_path=str(path), warm=warm, bin_dir=bin_dir))
+    config = apply_overrides(load_config(path), Options(config_path=str(path), warm=warm, bin_dir=bin_dir))
     config = dataclasses.replace(config, run=dataclasses.replace(config.run, trace=False))
     for g in config.groups:
         if g.kind == "hasher" and (g.path or g.style != "options"):
@@ -688,9 +689,10 @@ def compare_full_grid(space: Space, o: Outcome, measure: Measure,
 
 
 def new_tune_dir(out: Path) -> Path:
-    from harness.run import _host, utcnow
+    from harness.results import utcnow
+    from harness.rundir import host_name
 
-    base = f"tune-{utcnow().strftime('%Y%m%dT%H%M%SZ')}-{_host()}"
+    base = f"tune-{utcnow().strftime('%Y%m%dT%H%M%SZ')}-{host_name()}"
     d, n = out / base, 2
     while d.exists():
         d, n = out / f"{base}-{n}", n + 1
@@ -701,7 +703,7 @@ def new_tune_dir(out: Path) -> Path:
 def preflight(space: Space) -> None:
     """What the stages would find missing (root for cold mode, binaries, fio, hyperfine, b3sum)."""
     from harness.plan import Plan
-    from harness.run import check_binaries, check_cache_mode, required_tools
+    from harness.preflight import check_binaries, check_cache_mode, required_tools
 
     check_cache_mode(space.config.run.cache)
     check_binaries(Plan(space.points, [space.file], 1, 1, space.config.run.cache))

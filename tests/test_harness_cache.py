@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import cache
-from harness.run import prepare_argv
+from harness.execute import prepare_argv
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="dropping the page cache needs root")
 
