@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import results as res
-from harness.check import INSTRUCTIONS_JSON, CheckError, is_run_dir
+from harness.check_load import CheckError, is_run_dir
+from harness.instructions import INSTRUCTIONS_JSON
 from harness.config import REPO_ROOT
 from harness.counters import COUNTERS_CSV
 
