@@ -18,7 +18,7 @@ from pathlib import Path
 from harness import results as res
 from harness.check_load import CheckError, is_run_dir
 from harness.instructions import INSTRUCTIONS_JSON
-from harness.config import REPO_ROOT
+from harness.variants import REPO_ROOT
 from harness.counters import COUNTERS_CSV
 
 BASELINES = REPO_ROOT / "results" / "baselines"

@@ -12,7 +12,7 @@ import numpy as np
 
 from harness import counters as ctr
 from harness import results as res
-from harness.config import BASELINE_PREFIX
+from harness.config_schema import BASELINE_PREFIX
 
 
 class CheckError(Exception):

@@ -265,7 +265,7 @@ def _cmd_check(a: argparse.Namespace) -> int:
     from pathlib import Path
 
     from harness import baseline, check, check_load, check_report, instructions, sysinfo
-    from harness.config import BASELINE_PREFIX
+    from harness.config_schema import BASELINE_PREFIX
 
     settings = check.Settings(threshold=a.threshold, confidence=a.confidence, resamples=a.resamples,
                               min_runs=a.min_runs)

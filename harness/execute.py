@@ -14,7 +14,7 @@ from typing import Any
 from harness import cache as cachemod
 from harness import counters
 from harness import results as res
-from harness.config import Config
+from harness.config_schema import Config
 from harness.fio import FioError, parse_fio_file
 from harness.plan import TRACE, Command, Plan
 from harness.preflight import parse_hash

@@ -73,7 +73,7 @@ def measure_instructions(bin_dir: Path, file: Path, b3sum_hash: str,
 def instructions_now(bin_dir: Path | None = None, file: Path | None = None,
                      size: int = INSTRUCTION_FILE_SIZE) -> dict[str, Any]:
     """measure_instructions() on `file`, or on a random file of `size` in build/data."""
-    from harness.config import REPO_ROOT
+    from harness.variants import REPO_ROOT
     from harness.plan import FileSpec, find_tool
     from harness.files import ensure_file
     from harness.preflight import b3sum_reference

@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness.config import FILE_PLACEHOLDER, PLACEHOLDER, Buffers, Config, Group
+from harness.config_schema import FILE_PLACEHOLDER, PLACEHOLDER, Config, Group
+from harness.values import Buffers
 from harness.knobs import Knob, load_knobs
 from harness.tools import COMMAND, FIO_FILE, FIO_JSON, READER, TOOLS, find_tool  # noqa: F401 (re-export)
 from harness.units import format_size

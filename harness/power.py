@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from harness import check, check_load
-from harness.config import REPO_ROOT, load_config
+from harness.config import load_config
+from harness.variants import REPO_ROOT
 
 CONDITIONS = {
     "baseline": "", "unchanged": "", "slow5": "slow:5", "slow10": "slow:10", "slow20": "slow:20",

@@ -29,7 +29,8 @@ from harness import cache as cachemod
 from harness import results as res
 from harness import counters, signals, system
 from harness import state as statemod
-from harness.config import Config, ConfigError, load_config, with_baseline_build
+from harness.config import ConfigError, load_config
+from harness.config_schema import Config, with_baseline_build
 from harness.execute import RunState, RunStopped, describe, execute, traced_run
 from harness.files import resolve_files
 from harness.knobs import KnobsError, load_knobs

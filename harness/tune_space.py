@@ -17,7 +17,9 @@ from typing import Any, Callable, Iterator
 
 from harness import results as res
 from harness import verdict
-from harness.config import REPO_ROOT, Config, load_config, parse_config
+from harness.config import load_config, parse_config
+from harness.config_schema import Config
+from harness.variants import REPO_ROOT
 from harness.knobs import load_knobs
 from harness.plan import Command, FileSpec, build_plan, estimate, knob_word
 from harness.progress import log

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import Buffers, ConfigError, load_config, parse_config
+from harness.config import ConfigError, load_config, parse_config
+from harness.values import Buffers
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((REPO / "configs").glob("*.toml"))
