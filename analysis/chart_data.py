@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.load import Run, command_stats
+from analysis.load import Run
 from harness import verdict
+from harness.results import command_stats
 from harness.tools import TOOL_LIST
 from harness.units import format_size
 from harness.variants import VARIANT_LIST

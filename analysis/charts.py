@@ -18,11 +18,12 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from analysis.load import Run, command_stats, load_trace, speed_limit, succeeded  # noqa: E402
+from analysis.load import Run, load_trace, speed_limit  # noqa: E402
 from analysis.chart_data import (GB, RUN_COLOURS, Skip, colour, command_name, for_size, gbps_text,  # noqa: E402
                                  hasher_stats, machine, reference, rounds, run_date, run_legend, short_label,
                                  size_text, subtitle, tied_with_fastest)
 from harness import verdict  # noqa: E402
+from harness.results import command_stats, succeeded  # noqa: E402
 from harness.units import format_size  # noqa: E402
 
 

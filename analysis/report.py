@@ -19,7 +19,8 @@ import matplotlib
 import matplotlib.pyplot as plt
 
 from analysis import chart_data, charts
-from analysis.load import Run, command_stats, speed_limit, succeeded
+from analysis.load import Run, speed_limit
+from harness.results import command_stats, succeeded
 from harness import results as harness_results
 from harness import verdict
 

@@ -91,13 +91,13 @@ def load_run(path: str | Path) -> RunData:
     ok_mask = res.succeeded(runs)
     samples: dict[str, dict[str, Sample]] = {}
     failures: dict[str, str] = {}
+    per_command = res.command_stats(runs).set_index("label")
     for label, g in runs.groupby("label", sort=False):
-        bad = g[~ok_mask[g.index]]
-        mismatch = g[(g["hash_ok"] == False).fillna(False).astype(bool)]  # noqa: E712 (nullable)
-        if len(mismatch):
-            failures[label] = f"hash mismatch in {len(mismatch)} of {len(g)} executions"
-        elif len(bad):
-            failures[label] = f"{len(bad)} of {len(g)} executions failed: {bad['error'].iloc[0]}"
+        st = per_command.loc[label]
+        if st["mismatches"]:
+            failures[label] = f"hash mismatch in {st['mismatches']} of {len(g)} executions"
+        elif st["failed"]:
+            failures[label] = f"{st['failed']} of {len(g)} executions failed: {g[~ok_mask[g.index]]['error'].iloc[0]}"
         ok = g[ok_mask[g.index]]
         keys = list(zip(ok["file"].astype(str), ok["round"].astype(int)))
         wall = ok["wall_s"].to_numpy(dtype=float)
