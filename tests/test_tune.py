@@ -240,7 +240,8 @@ def test_errors_are_one_line(args, needle, tmp_path):
 
 
 def test_cold_mode_needs_root(monkeypatch, tmp_path, capsys):
-    from harness import cache, cli
+    from harness import cache
+    from ringsum import cli
 
     monkeypatch.setattr(cache, "is_root", lambda: False)
     assert cli.main(["tune", "--size", "1M", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
