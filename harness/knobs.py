@@ -144,6 +144,6 @@ def markdown_table(table: KnobTable) -> str:
     for k in table:
         default = "; ".join([_shown(k, k.default), *(f"{v} {_shown(k, d)}" for v, d in k.variant_defaults)])
         users = "all" if set(k.variants) == set(VARIANTS) else ", ".join(k.variants)
-        help_text = k.help.replace("\n", "; ").replace("|", "\\|")
+        help_text = k.help.replace("\n(", " (").replace("\n", "; ").replace("|", "\\|")
         lines.append(f"| `{k.name}` | `{k.option}` | {default} | {users} | {help_text} |")
     return "\n".join(lines) + "\n"

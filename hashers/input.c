@@ -128,14 +128,16 @@ static void say_how(const struct ring *r, const struct input *in)
 	else if (!r->have_uring)
 		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)\n", r->prog, in->path, r->knobs.block_size);
 	else
-		fprintf(stderr, "%s: %s: reading %sthrough the io_uring ring (%zu%s blocks, %u deep, %u buffers)\n",
+		fprintf(stderr, "%s: %s: reading %sthrough the io_uring ring (%zu%s blocks, %u deep, %u buffers%s)\n",
 			r->prog, in->path, in->stream ? "a stream, one read at a time, " : "",
 			r->knobs.block_size % 1024 ? r->knobs.block_size : r->knobs.block_size >> 10,
-			r->knobs.block_size % 1024 ? "-byte" : "K", r->knobs.queue_depth, r->nr_cells);
+			r->knobs.block_size % 1024 ? "-byte" : "K", r->knobs.queue_depth, r->nr_cells,
+			in->direct ? ", O_DIRECT" : "");
 }
 
 static int open_input(struct ring *r, struct input *in, unsigned index)
 {
+	bool regular, cached;
 	int ret;
 
 	if (!strcmp(in->path, "-")) {
@@ -152,23 +154,37 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	}
 	if ((ret = classify(in)) < 0)
 		return ret;
+	regular = S_ISREG(in->st.st_mode) && !in->borrowed_fd;
+	cached = regular && r->path_choice != PATH_MEMORY && !r->knobs.direct && fully_cached(in->fd, in->size);
 	/*
 	 * Asking for O_DIRECT is asking for the ring: auto only takes the page
 	 * cache without it, and as BLAKE3's update_mmap_rayon() not for a small
 	 * file, where mapping and unmapping with every core cost more than a read.
 	 */
-	in->from_memory = S_ISREG(in->st.st_mode) && !in->borrowed_fd &&
-			  (r->path_choice == PATH_MEMORY ||
-			   (r->path_choice == PATH_AUTO && !r->knobs.direct && in->size >= MIN_MAPPED_SIZE &&
-			    fully_cached(in->fd, in->size)));
-	in->direct = r->knobs.direct && !in->stream && !in->from_memory;
+	in->from_memory = regular && (r->path_choice == PATH_MEMORY ||
+				      (r->path_choice == PATH_AUTO && !r->knobs.direct && in->size >= MIN_MAPPED_SIZE && cached));
+	/*
+	 * A cold file read into the page cache costs a fresh page per 4K, and in a
+	 * VM with free page reporting each fresh page can fault in the host too:
+	 * O_DIRECT into the ring's own buffers skips both (docs/cold-path.md).
+	 */
+	in->direct = !in->stream && !in->from_memory &&
+		     (r->knobs.direct || (r->direct_when_cold && regular && in->size >= r->knobs.block_size && !cached));
+	/* F_SETFL sets every flag it can change: this clears O_NONBLOCK. */
+	if (!in->borrowed_fd && fcntl(in->fd, F_SETFL, in->direct ? O_DIRECT : 0)) {
+		if (errno != EINVAL || !in->direct)
+			return -errno;
+		if (r->knobs.direct)
+			return -ERR_DIRECT_UNSUPPORTED;
+		in->direct = false;	/* O_DIRECT when cold is a preference: this filesystem reads buffered */
+		if (fcntl(in->fd, F_SETFL, 0))
+			return -errno;
+	}
+	if (in->direct)
+		ring_use_huge_pages(r);
+	in->rw_flags = r->knobs.dontcache && regular && !in->direct && !in->stream ? RWF_DONTCACHE : 0;
 	if (r->verbose)
 		say_how(r, in);
-	/* F_SETFL sets every flag it can change: this clears O_NONBLOCK. */
-	if (!in->borrowed_fd) {
-		if (fcntl(in->fd, F_SETFL, in->direct ? O_DIRECT : 0))
-			return errno == EINVAL && in->direct ? -ERR_DIRECT_UNSUPPORTED : -errno;
-	}
 	if (in->from_memory)
 		return 0;
 	/* Buffered reads live on readahead: saying the file is read in order doubles its window. */

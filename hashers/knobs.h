@@ -50,7 +50,13 @@
 	     "needs --direct, a pollable device and the single-threaded loop") \
 	FLAG(parallel_hash, 0, ALL, "parhash", 0, "hash each block on every core, BLAKE3's TBB path\n" \
 	     "best with large power-of-two blocks") \
-	FLAG(fadvise_sequential, 0, ALL, "seq", 0, "POSIX_FADV_SEQUENTIAL on buffered reads: doubles readahead")
+	FLAG(fadvise_sequential, 0, ALL, "seq", 0, "POSIX_FADV_SEQUENTIAL on buffered reads: doubles readahead") \
+	FLAG(buffered, 0, ALL, "buffered", 0, "never O_DIRECT, not even for uring_b3sum's cold files\n" \
+	     "(its default for a file of a block or more not all in the page cache)") \
+	FLAG(dontcache, 0, ALL, "dontcache", 0, "RWF_DONTCACHE on buffered reads (Linux 6.14+)\n" \
+	     "pages leave the page cache once copied") \
+	FLAG(huge_pages, 0, ALL, "huge", 0, "buffers on 2M transparent huge pages\n" \
+	     "an O_DIRECT request is then a few segments, not one per 4K page")
 
 typedef size_t knob_SIZE_t;
 typedef unsigned knob_COUNT_t;

@@ -153,6 +153,10 @@ static void knob_defaults(struct knobs *knobs, const struct variant *v, bool art
 		knob_set(knobs, &knob_table[i], knob_table[i].def);
 	if (!article && v->queue_depth)
 		knobs->queue_depth = v->queue_depth;
+	if (!article && v->block_size)
+		knobs->block_size = v->block_size;
+	if (!article)
+		knobs->huge_pages = v->huge_pages;
 }
 
 /* 512K, 2M, 1000: the shortest exact form, as --block-size takes it. */
@@ -178,7 +182,7 @@ static void describe_default(const struct knob *k, const struct knobs *defaults,
 
 	switch (k->type) {
 	case KNOB_FLAG:
-		snprintf(buf, size, "default off");
+		snprintf(buf, size, "default %s", knob_get(defaults, k) ? "on" : "off");
 		break;
 	case KNOB_SIZE:
 		snprintf(buf, size, "default ");
@@ -280,7 +284,7 @@ static void json_string(FILE *out, const char *s)
 static void json_default(FILE *out, const struct knob *k, const struct knobs *defaults, unsigned per_depth)
 {
 	if (k->type == KNOB_FLAG)
-		fputs("false", out);
+		fputs(knob_get(defaults, k) ? "true" : "false", out);
 	else if (k->type == KNOB_BUFFERS && per_depth == 1)
 		fputs("\"queue_depth\"", out);
 	else if (k->type == KNOB_BUFFERS)
@@ -604,6 +608,8 @@ static int validate(const struct options *opts, const struct variant *v, const c
 	if (opts->knobs.fixed_buffers && opts->knobs.buffers > MAX_FIXED_BUFFERS)
 		return bad_usage(prog, "--fixed-buffers registers at most %u buffers, got %u",
 				 MAX_FIXED_BUFFERS, opts->knobs.buffers);
+	if (opts->knobs.direct && opts->knobs.buffered)
+		return bad_usage(prog, "--direct and --buffered contradict each other");
 	if (opts->knobs.iopoll && !opts->knobs.direct)
 		return bad_usage(prog, "--iopoll needs --direct");
 	if (opts->knobs.iopoll && v->uses_uring && !v->waits_on_completions)

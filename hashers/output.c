@@ -131,6 +131,7 @@ const char *ringsum_strerror(int err)
 	case ERR_FILE_LONGER:		return "file has data past its size: it grew while being read, or its size is not real (as in /proc)";
 	case ERR_NOT_REGULAR:		return "not a regular file, block or character device, or FIFO";
 	case ERR_DIRECT_UNSUPPORTED:	return "O_DIRECT refused: the filesystem does not support it (try without --direct)";
+	case ERR_DONTCACHE_UNSUPPORTED:	return "RWF_DONTCACHE refused: uncached reads need Linux 6.14+ and a filesystem that supports them (try without --dontcache)";
 	case ERR_NOT_POLLABLE:		return "IOPOLL needs a block device with poll queues (its queue/io_poll is 0 or absent)";
 	case ERR_STALLED:		return "internal error: waiting for a completion with nothing in flight";
 	/* b3sum's own words for these */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A plain pread() loop: b3sum_pread's, and uring_b3sum's when io_uring cannot be set up. */
 #include <errno.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "ringsum.h"
@@ -16,9 +17,13 @@ static ssize_t read_block(struct ring *r, struct input *in, struct cell *c, uint
 		/* O_DIRECT reads resume from an aligned offset, reading a few bytes again. */
 		size_t start = in->direct ? c->got & ~(size_t)(DIRECT_ALIGN - 1) : c->got;
 
-		got = in->stream ? read(in->fd, c->buf, want) : pread(in->fd, c->buf + start, length - start, offset + start);
+		struct iovec iov = { c->buf + start, length - start };
+
+		got = in->stream ? read(in->fd, c->buf, want) : preadv2(in->fd, &iov, 1, offset + start, in->rw_flags);
 		if (got < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
+		if (got < 0 && errno == EOPNOTSUPP && in->rw_flags)
+			return -ERR_DONTCACHE_UNSUPPORTED;
 		if (got < 0)
 			return errno == EINVAL && in->direct ? -ERR_DIRECT_UNSUPPORTED : -errno;
 		if (in->stream)

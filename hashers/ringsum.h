@@ -18,6 +18,10 @@
 #define MAX_BLOCK_SIZE (1ul << 30)
 #define MAX_QUEUE_DEPTH 32768u		/* IORING_MAX_ENTRIES */
 #define MAX_FIXED_BUFFERS 16384u	/* IORING_MAX_REG_BUFFERS */
+#define HUGE_PAGE_SIZE (2u << 20)
+#ifndef RWF_DONTCACHE
+#define RWF_DONTCACHE 0x00000080	/* Linux 6.14: drop the pages read from the page cache after the copy */
+#endif
 
 /* Our own failures, returned like negative errno values and named by ringsum_strerror(). */
 enum {
@@ -26,6 +30,7 @@ enum {
 	ERR_FILE_LONGER,		/* data past the size seen at open: it grew, or its size is not real (/proc) */
 	ERR_NOT_REGULAR,		/* a directory, FIFO, device or socket */
 	ERR_DIRECT_UNSUPPORTED,		/* the filesystem refuses O_DIRECT */
+	ERR_DONTCACHE_UNSUPPORTED,	/* the kernel or filesystem refuses RWF_DONTCACHE */
 	ERR_STALLED,			/* waiting for a completion with nothing in flight */
 	ERR_NOT_POLLABLE,		/* IOPOLL on a device without poll queues */
 	ERR_KEYED_STDIN,		/* --keyed reads the key from stdin, so - cannot be hashed */
@@ -85,6 +90,9 @@ struct variant {
 	unsigned setup_flags;		/* io_uring setup flags to try, dropped in turn */
 	bool chooses_path;		/* hashes files in the page cache from memory (uring_b3sum) */
 	bool falls_back;		/* without io_uring, reads with pread() instead of failing */
+	bool direct_when_cold;		/* reads a file of a block or more that is not all cached with O_DIRECT */
+	bool huge_pages;		/* default of --huge-pages */
+	size_t block_size;		/* default; 0: the article's 512K */
 	unsigned queue_depth;		/* default; 0: the article's 4 */
 	unsigned buffers_per_depth;	/* default buffers per queue depth; 0: 1 */
 	int (*hash_stream)(struct ring *ring);
@@ -108,6 +116,7 @@ struct input {
 	bool stream;			/* a pipe, character device or stdin: read in order up to end of file */
 	bool stream_pending;		/* a stream's read is in flight: its next one waits */
 	bool direct;			/* read with O_DIRECT */
+	int rw_flags;			/* preadv2()'s flags for its reads: RWF_DONTCACHE or 0 */
 	struct stat st;			/* at open: the file must still match it when done */
 	uint64_t size;			/* bytes to read (a block device's from BLKGETSIZE64) */
 	uint64_t nr_blocks;		/* at least 1: an empty or failed file still passes the consumer once */
@@ -144,6 +153,8 @@ struct ring {
 	struct cell *cells;
 	unsigned nr_cells;
 	struct knobs knobs;		/* as given, those a variant does not use turned off */
+	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */
+	bool huge_pages_advised;	/* ring_use_huge_pages() has run (the producer's) */
 	unsigned sqe_flags;
 	unsigned char *memory;		/* one allocation for every cell's buffer */
 	struct io_uring uring;
@@ -199,6 +210,7 @@ void knobs_for_variant(struct knobs *k, const struct variant *v);
 /* ring.c: the ring buffer protocol */
 int ring_setup(struct ring *r, const struct options *opts, const struct variant *v);
 void ring_teardown(struct ring *r);
+void ring_use_huge_pages(struct ring *r);
 void ring_start(struct ring *r, struct source *source);
 struct input *ring_next_input(struct ring *r);
 int ring_request(struct ring *r);

@@ -36,7 +36,7 @@ def test_cached_file_is_hashed_from_memory_and_cold_file_through_the_ring(tmp_pa
     evict(path)
     cold = run([program(URING_B3SUM), "--verbose", path])
     assert cold.stdout == b3sum_lines([path])
-    assert b"reading through the io_uring ring" in cold.stderr
+    assert b"reading through the io_uring ring (4096K blocks, 8 deep, 16 buffers, O_DIRECT)" in cold.stderr
 
 
 @pytest.mark.parametrize("choice", ["memory", "ring", "auto"])
@@ -67,15 +67,16 @@ def test_ring_defaults_are_tuned_for_uring_b3sum_and_the_articles_for_the_others
     path = tmp_path / "defaults.bin"
     path.write_bytes(data_file(3 * MiB + 5).read_bytes())
     env = {**os.environ, "URING_B3SUM_OPTIONS": os.devnull}
-    for args, ring in [([], "512K blocks, 8 deep, 16 buffers"), (["-q", "4"], "512K blocks, 4 deep, 8 buffers"),
+    for args, ring in [([], "4096K blocks, 8 deep, 16 buffers"), (["-q", "4"], "4096K blocks, 4 deep, 8 buffers"),
                        (["-q", "4", "-n", "3", "-b", "1000"], "1000-byte blocks, 4 deep, 3 buffers")]:
         result = run([program(URING_B3SUM), "--path", "ring", "--verbose", *args, path], env=env)
         assert result.returncode == 0 and result.stdout == b3sum_lines([path]), args
         assert f"reading through the io_uring ring ({ring})" in result.stderr.decode(), args
     assert "(default 8)" in run([program(URING_B3SUM), "--help"]).stdout.decode()
+    assert "(default 4M)" in run([program(URING_B3SUM), "--help"]).stdout.decode()
     assert "(default: twice the queue depth)" in run([program(URING_B3SUM), "--help"]).stdout.decode()
     article = run([program("liburing_b3sum_singlethread"), "--help"]).stdout.decode()
-    assert "(default 4)" in article and "(default: the queue depth)" in article
+    assert "(default 4)" in article and "(default: the queue depth)" in article and "(default 512K)" in article
 
 
 def test_many_small_files_pipelined_through_one_ring(tmp_path):
@@ -221,3 +222,57 @@ def test_bad_defaults_file(tmp_path, text, needle):
     result = run([program(URING_B3SUM), data_file(1)], env={**os.environ, "URING_B3SUM_OPTIONS": str(options)})
     assert result.returncode == 2 and needle in result.stderr.decode()
     assert result.stderr.count(b"\n") == 1
+
+
+def resident_bytes(path: Path) -> int:
+    return int(subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)],
+                              check=True, capture_output=True, text=True).stdout)
+
+
+def test_a_cold_file_is_read_with_o_direct_unless_buffered_and_dontcache_leaves_it_uncached(tmp_path):
+    """Issue 18: a cold file of a block or more goes O_DIRECT (leaving the page cache alone); a smaller one,
+    or --buffered, is read through the page cache, which --dontcache empties behind the reads."""
+    path = tmp_path / "cold.bin"
+    path.write_bytes(data_file(9 * MiB + 7).read_bytes())
+    small = tmp_path / "small.bin"
+    small.write_bytes(data_file(3 * MiB + 1).read_bytes())
+    env = {**os.environ, "URING_B3SUM_OPTIONS": os.devnull}
+    cases = [([path], ", O_DIRECT)", 0), (["--buffered", path], "buffers)", path.stat().st_size),
+             (["--buffered", "--dontcache", path], "buffers)", 0), ([small], "buffers)", small.stat().st_size)]
+    for args, how, resident in cases:
+        expected = b3sum_lines([args[-1]])
+        evict(args[-1])
+        result = run([program(URING_B3SUM), "--verbose", *args], env=env)
+        assert abs(resident_bytes(args[-1]) - resident) < MiB, args
+        assert result.returncode == 0 and result.stdout == expected, args
+        assert result.stderr.decode().endswith(how + "\n"), (args, result.stderr)
+    both = run([program(URING_B3SUM), "--direct", "--buffered", path])
+    assert both.returncode == 2 and b"--direct and --buffered contradict each other" in both.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs tmpfs at /dev/shm")
+def test_dontcache_is_refused_clearly_where_the_filesystem_lacks_it():
+    """tmpfs has no RWF_DONTCACHE: one line naming the file and the knob, exit 1, for the ring and pread()."""
+    path = Path("/dev/shm") / f"ringsum-dontcache-{os.getpid()}.bin"
+    path.write_bytes(b"x" * 100000)
+    try:
+        for prog in (URING_B3SUM, "b3sum_pread"):
+            result = run([program(prog), "--path", "ring", "--dontcache", path] if prog == URING_B3SUM
+                         else [program(prog), "--dontcache", path])
+            assert result.returncode == 1 and result.stdout == b"", prog
+            assert result.stderr.decode() == (f"{prog}: {path}: RWF_DONTCACHE refused: uncached reads need Linux 6.14+ "
+                                              "and a filesystem that supports them (try without --dontcache)\n")
+    finally:
+        path.unlink()
+
+
+def test_peak_rss_is_bounded_by_the_ring(tmp_path):
+    """A cold 64 MiB file through an 8 MiB ring (1M x 8, O_DIRECT into huge pages): the process never
+    holds more than the ring and a few MiB, whatever the file's size. GNU time measures it: a child of
+    this Python would carry the interpreter's peak over its exec."""
+    path = data_file(64 * MiB)
+    evict(path)
+    rss = tmp_path / "rss"
+    result = run(["/usr/bin/time", "-f", "%M", "-o", rss, program(URING_B3SUM), "-b", "1M", "-q", "4", "-n", "8", path])
+    assert result.returncode == 0 and result.stdout == b3sum_lines([path]), result.stderr
+    assert int(rss.read_text().split()[-1]) * 1024 < 8 * MiB + 8 * MiB, rss.read_text()
