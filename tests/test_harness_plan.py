@@ -13,8 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.config import ConfigError, load_config, parse_config
-from harness.plan import FileSpec, PlanError, build_plan, estimate
-from harness.plan import round_orders
+from harness.plan import FileSpec, PlanError, build_plan, estimate, round_orders
 
 REPO = Path(__file__).resolve().parent.parent
 F = FileSpec("/data/f.bin", 1 << 30)
