@@ -7,8 +7,6 @@ self-describing when shared alone.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 
 import matplotlib
 
@@ -20,144 +18,16 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from analysis.load import Run, command_stats, load_trace, speed_limit, succeeded  # noqa: E402
+from analysis.load import Run, load_trace, speed_limit  # noqa: E402
+from analysis.chart_data import (GB, RUN_COLOURS, Skip, colour, command_name, for_size, gbps_text,  # noqa: E402
+                                 hasher_stats, machine, reference, rounds, run_date, run_legend, short_label,
+                                 size_text, subtitle, tied_with_fastest)
 from harness import verdict  # noqa: E402
+from harness.results import command_stats, succeeded  # noqa: E402
 from harness.units import format_size  # noqa: E402
-from harness.tools import TOOL_LIST  # noqa: E402
-from harness.variants import VARIANT_LIST  # noqa: E402
-
-GB = 1e9
-HASHER_COLOURS = {v.name: v.colour for v in VARIANT_LIST}
-BASELINE_COLOURS = {t.name: t.colour for t in TOOL_LIST}
-FALLBACK_COLOURS = ["#17becf", "#bcbd22", "#393b79", "#637939", "#843c39"]
-RUN_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
-_FILE_TAG = re.compile(r" \[[^\]]+\]$")
-
-
-@dataclass(frozen=True)
-class Skip:
-    """A chart the data does not support, and why."""
-
-    reason: str
 
 
 # --- shared helpers ---
-
-def command_name(label: str) -> str:
-    """The command without the ` [file]` tag the plan adds when a run has several files."""
-    return _FILE_TAG.sub("", label)
-
-
-def short_label(label: str) -> str:
-    """Labels as shown on charts: the `liburing_b3sum_` prefix dropped, nothing else changed."""
-    return label.replace("liburing_b3sum_", "")
-
-
-def colour(variant: str) -> str:
-    if variant in HASHER_COLOURS:
-        return HASHER_COLOURS[variant]
-    if variant in BASELINE_COLOURS:
-        return BASELINE_COLOURS[variant]
-    return FALLBACK_COLOURS[sum(map(ord, variant)) % len(FALLBACK_COLOURS)]
-
-
-def short_cpu(model: str | None) -> str:
-    """'Intel(R) Core(TM) i7-8700 CPU @ 3.20GHz' -> 'Intel Core i7-8700'."""
-    if not model:
-        return "unknown CPU"
-    model = re.sub(r"\((R|TM|tm|r)\)|\bCPU\b|\bProcessor\b|@.*$|\b\d+-Core\b", "", model)
-    return " ".join(model.split())
-
-
-def machine(run: Run) -> str:
-    fp = run.fingerprint
-    cores = fp.get("cores")
-    return short_cpu(fp.get("cpu_model")) + (f", {cores} cores" if cores else "")
-
-
-def rounds(run: Run) -> int:
-    configured = ((run.meta.get("config") or {}).get("run") or {}).get("rounds")
-    if configured:
-        return int(configured)
-    return int(run.runs["round"].max()) if len(run.runs) else 0
-
-
-def run_date(run: Run) -> str:
-    ts = run.started_at
-    return ts.strftime("%Y-%m-%d") if ts is not None else "undated"
-
-
-def largest_file_size(run: Run) -> int:
-    return int(run.runs["file_size"].max())
-
-
-def subtitle(run: Run, file_size: int | None = None) -> str:
-    """'1GiB file, cold cache, 5 rounds · AMD EPYC, 2 cores · 2026-11-21'."""
-    size = file_size if file_size is not None else largest_file_size(run)
-    caches = "/".join(sorted(run.runs["cache"].dropna().unique())) or "?"
-    return (f"{size_text(size)} file, {caches} cache, {rounds(run)} rounds · {machine(run)} · "
-            f"{run_date(run)}")
-
-
-def size_text(n: int) -> str:
-    """1073741824 -> '1GiB', 1000 -> '1000 B'."""
-    text = format_size(int(n))
-    return text + "iB" if text[-1].isalpha() else text + " B"
-
-
-def _for_size(run: Run, file_size: int | None) -> tuple[pd.DataFrame, int]:
-    size = file_size if file_size is not None else largest_file_size(run)
-    return run.runs[run.runs["file_size"] == size], size
-
-
-def _gbps(x: float) -> str:
-    return f"{x / GB:.2f}"
-
-
-def reference(stats: pd.DataFrame, tool: str) -> pd.Series | None:
-    """The baseline a hasher is compared to: b3sum's default (all threads, mmap) when present,
-    else the tool's fastest command by median."""
-    rows = stats[(stats["tool"] == tool) & stats["median_s"].notna()]
-    if not len(rows):
-        return None
-    if tool == "b3sum":
-        default = rows[rows["num_threads"].isna() & (rows["mmap"] != False).fillna(True)  # noqa: E712
-                       & rows["extra"].fillna("").eq("")]
-        if len(default):
-            return default.sort_values("median_s").iloc[0]
-    return rows.sort_values("median_s").iloc[0]
-
-
-def with_limit_ratios(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """stats with limit_ratio, limit_low, limit_high: each command's time / the speed limit, paired
-    per round (harness/verdict.py), its median and 95% interval; NaN without a limit."""
-    ratios = verdict.limit_ratios(runs)
-    for column, part in (("limit_ratio", "median"), ("limit_low", "low"), ("limit_high", "high")):
-        stats[column] = [getattr(ratios[lbl], part) if lbl in ratios and ratios[lbl].n else np.nan
-                         for lbl in stats["label"].astype(str)]
-    return stats
-
-
-def tied_with_fastest(runs: pd.DataFrame, labels: list[str]) -> list[str]:
-    """The fastest of labels by median and every one the data cannot tell from it (per-round
-    ratio whose 95% interval contains 1), the fastest first."""
-    times = verdict.by_round(runs)
-    ranked = verdict.fastest(times, labels)
-    if not ranked:
-        return []
-    best = ranked[0][0]
-    return [best, *verdict.tied_with(times, best, [lbl for lbl, _ in ranked])]
-
-
-def hasher_stats(run: Run, file_size: int | None = None) -> tuple[pd.DataFrame, int]:
-    """command_stats for one file size, with the paired ratio to the limit and speed-ups over
-    b3sum and cat."""
-    runs, size = _for_size(run, file_size)
-    stats = with_limit_ratios(command_stats(runs), runs)
-    for tool in ("b3sum", "cat"):
-        ref = reference(stats, tool)
-        stats[f"speedup_{tool}"] = ref["median_s"] / stats["median_s"] if ref is not None else np.nan
-    return stats, size
 
 
 # --- 1. ranking ---
@@ -179,7 +49,7 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
     """Which command hashes (or reads) the file fastest, how much do its times spread, which
     hashers are tied with the fastest, and how far is each from the speed limit (the fastest plain
     read in each round)? (The article's benchmark table as a picture.)"""
-    runs, size = _for_size(run, file_size)
+    runs, size = for_size(run, file_size)
     stats = command_stats(runs)
     if not stats["median_s"].notna().any():
         return Skip("no successful executions")
@@ -220,7 +90,7 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
         lo = min(lo, limit.seconds)
         ax.axvline(limit.seconds, color="black", linestyle="--", linewidth=1)
         ax.text(limit.seconds, len(stats) - 0.4,
-                f" speed limit {limit.seconds:.3f} s ({_gbps(limit.Bps)} GB/s): the fastest plain read of each "
+                f" speed limit {limit.seconds:.3f} s ({gbps_text(limit.Bps)} GB/s): the fastest plain read of each "
                 f"round, median; {short_label(limit.set_by)} in {limit.set_by_rounds} of "
                 f"{len(limit.set_in_round)} rounds", fontsize=8, va="bottom")
     ax.set_xlim(lo * 0.9, hi * 1.12)
@@ -244,7 +114,7 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
 def chart_heatmaps(run: Run, file_size: int | None = None) -> Figure | Skip:
     """For each hasher variant, with and without O_DIRECT: which block size × queue depth gives
     the highest median throughput on this machine (the sweet spot), and how sharp is it?"""
-    runs, size = _for_size(run, file_size)
+    runs, size = for_size(run, file_size)
     stats = command_stats(runs[runs["tool"] == "hasher"])
     stats = stats[stats["median_Bps"].notna()]
     panels = []
@@ -353,7 +223,7 @@ def chart_in_flight(run: Run, labels: list[str] | None = None) -> Figure | Skip:
         series_ax.set_yticks(range(0, qd + 1, max(1, (qd + 1) // 8)))
         median = stats.loc[label, "median_Bps"] if label in stats.index else np.nan
         series_ax.set_title(f"{short_label(command_name(label))} — {len(trace)} consumer runs, "
-                            f"median {_gbps(median)} GB/s", fontsize=9, loc="left")
+                            f"median {gbps_text(median)} GB/s", fontsize=9, loc="left")
         series_ax.set_ylabel("in flight")
         hist_ax.set_xlabel("% of consumer runs")
         series_ax.text(0.995, (qd - 1) / (qd + 1) + 0.5 / (qd + 1), "queue depth − 1",
@@ -447,12 +317,6 @@ def chart_scaling(run: Run) -> Figure | Skip:
 
 
 # --- 6. across runs ---
-
-def run_legend(run: Run) -> str:
-    fpid = str(run.fingerprint.get("fingerprint_id") or "no-fp")[:8]
-    ts = run.started_at
-    when = ts.strftime("%Y-%m-%d %H:%M UTC") if ts is not None else "undated"
-    return f"{fpid} {short_cpu(run.fingerprint.get('cpu_model'))} {when} ({run.path.name})"
 
 
 def chart_across_runs(runs: list[Run]) -> Figure | Skip:

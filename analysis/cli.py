@@ -1,6 +1,6 @@
 """`ringsum report RUN_DIR [RUN_DIR ...] [-o OUT]`: charts, summary.md and report.html.
 
-Wired into `ringsum` by harness/cli.py through add_report_parser() and run_report(); also
+Wired into `ringsum` by ringsum/cli.py through add_report_parser() and run_report(); also
 runnable alone as `python -m analysis`. Exit codes: 0 written; 1 the run has no data or the
 output cannot be written; 2 a path is not a run directory.
 """

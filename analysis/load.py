@@ -1,7 +1,8 @@
 """Read a run directory written by `ringsum run` into typed pandas tables.
 
 This is the stable entry point for everything that reads results (`ringsum report`,
-`ringsum check`): `load_run()`, `command_stats()`, `speed_limit()`, `load_trace()`.
+`ringsum check`): `load_run()`, `speed_limit()`, `load_trace()`. The per-command reduction of
+a runs table is harness/results.py's `command_stats()`, the one every summary, chart and check uses.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import pandas as pd
 
 from harness import results as harness_results
 from harness import verdict
-from harness.results import succeeded
 from harness.verdict import SpeedLimit
 
 RUNS_CSV = harness_results.RUNS_CSV
@@ -24,11 +24,6 @@ TRACE_INDEX = "traces/index.csv"
 
 
 
-def knob_columns(runs: pd.DataFrame) -> list[str]:
-    """The knobs that tell two configurations of the same tool apart: the runs.csv columns from
-    block_size to extra, the hashers' own (whatever knob table the run had) among them."""
-    names = list(runs.columns)
-    return names[names.index("block_size"):names.index("extra") + 1]
 # Columns a runs.csv must have to be read at all; knob columns added to the harness later are
 # read as empty from older run directories.
 REQUIRED = ["label", "tool", "variant", "file", "file_size", "cache", "round", "wall_s",
@@ -131,38 +126,6 @@ def load_run(path: str | Path) -> Run:
     runs["started_at"] = pd.to_datetime(runs["started_at"], utc=True, errors="coerce")
     return Run(path=path, meta=_read_json(path / META_JSON), runs=runs,
                traces=_read_trace_index(path / TRACE_INDEX), plan=_read_json(path / PLAN_JSON))
-
-
-def command_stats(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per command label, in first-seen order: its identity and knobs, then
-    n (successful executions), failed, min_s / median_s / max_s / mean_s of wall time and
-    median_Bps of throughput over the successful executions only (NaN when none succeeded),
-    and hash_ok_all (True/False when the tool prints a hash, NA otherwise)."""
-    ok = succeeded(runs)
-    identity = ["label", "tool", "variant", "group"] + knob_columns(runs) + ["file_size", "cache"]
-    rows = []
-    for label, g in runs.groupby("label", sort=False):
-        good = g[ok.loc[g.index]]
-        wall = good["wall_s"].astype("float64")
-        hashes = g["hash_ok"].dropna()
-        row = {c: g[c].iloc[0] for c in identity}
-        row.update({
-            "n": len(good), "failed": len(g) - len(good),
-            "min_s": wall.min(), "median_s": wall.median(), "max_s": wall.max(),
-            "mean_s": wall.mean(),
-            "median_Bps": good["throughput_Bps"].astype("float64").median(),
-            "hash_ok_all": bool(hashes.all()) if len(hashes) else pd.NA,
-        })
-        rows.append(row)
-    stats = pd.DataFrame(rows, columns=identity + ["n", "failed", "min_s", "median_s", "max_s",
-                                                   "mean_s", "median_Bps", "hash_ok_all"])
-    for c in identity:
-        if c in runs.columns:
-            stats[c] = stats[c].astype(runs[c].dtype)
-    stats["n"] = stats["n"].astype("int64")
-    stats["failed"] = stats["failed"].astype("int64")
-    stats["hash_ok_all"] = stats["hash_ok_all"].astype("boolean")
-    return stats
 
 
 def speed_limit(run: Run, file_size: int | None = None) -> SpeedLimit | None:

@@ -18,8 +18,9 @@ from pathlib import Path
 import matplotlib
 import matplotlib.pyplot as plt
 
-from analysis import charts
-from analysis.load import Run, command_stats, speed_limit, succeeded
+from analysis import chart_data, charts
+from analysis.load import Run, speed_limit
+from harness.results import command_stats, succeeded
 from harness import results as harness_results
 from harness import verdict
 
@@ -117,7 +118,7 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
     run = runs[0]
     df = run.runs
     limit = speed_limit(run)
-    stats = charts.with_limit_ratios(command_stats(df), df)
+    stats = chart_data.with_limit_ratios(command_stats(df), df)
     stats = stats.sort_values(["file_size", "median_s"], na_position="last")
     sizes = sorted(int(s) for s in df["file_size"].dropna().unique())
     files = ", ".join(f"`{f}`" for f in df["file"].dropna().unique())
@@ -128,13 +129,13 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
              f"- date: {run.meta.get('started_at', '?')} to {run.meta.get('finished_at') or 'unfinished'}",
              f"- config: `{config}`, git commit `{str(run.meta.get('git_commit') or '?')[:12]}`"
              + (" (dirty)" if run.meta.get("git_dirty") else ""),
-             f"- file: {files}, size {', '.join(f'{charts.size_text(s)} ({s} bytes)' for s in sizes)}",
+             f"- file: {files}, size {', '.join(f'{chart_data.size_text(s)} ({s} bytes)' for s in sizes)}",
              f"- cache: {'/'.join(sorted(df['cache'].dropna().unique()))},"
-             f" rounds: {charts.rounds(run)}, executions: {len(df)}"
+             f" rounds: {chart_data.rounds(run)}, executions: {len(df)}"
              f" ({int(succeeded(df).sum())} successful)",
              *_machine_lines(run)]
     if limit:
-        lines.append(f"- speed limit ({charts.size_text(limit.file_size)} file): {limit.text()}")
+        lines.append(f"- speed limit ({chart_data.size_text(limit.file_size)} file): {limit.text()}")
     else:
         lines.append(f"- speed limit: unknown (no successful read-only command: {', '.join(verdict.READ_TOOLS)})")
 
@@ -164,11 +165,11 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
         for error, g in suspect.groupby(suspect["error"].str.replace(r"[\d.]+ >", "… >", regex=True)):
             lines.append(f"- {error}: {', '.join(sorted(set(g['label'])))}")
 
-    hstats, size = charts.hasher_stats(run)
+    hstats, size = chart_data.hasher_stats(run)
     best = hstats[(hstats["tool"] == "hasher") & hstats["median_s"].notna()].sort_values("median_s")
     best = best.groupby("variant", sort=False).head(1)
-    refs = {t: charts.reference(hstats, t) for t in ("b3sum", "cat")}
-    lines += ["", f"## Best configuration per hasher variant ({charts.size_text(size)} file)", ""]
+    refs = {t: chart_data.reference(hstats, t) for t in ("b3sum", "cat")}
+    lines += ["", f"## Best configuration per hasher variant ({chart_data.size_text(size)} file)", ""]
     refs_text = ", ".join(f"{t} = `{r['label']}` ({r['median_s']:.3f} s)"
                           for t, r in refs.items() if r is not None)
     lines.append("Speed-up = reference median / configuration median"
@@ -202,7 +203,7 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
     lines += ["", "## Skipped charts", ""]
     lines += [f"- **{c.title}**: {c.skipped}" for c in report.skipped] or ["none"]
     if len(runs) > 1:
-        lines += ["", "## Runs compared", ""] + [f"- `{r.path}`: {charts.run_legend(r)}" for r in runs]
+        lines += ["", "## Runs compared", ""] + [f"- `{r.path}`: {chart_data.run_legend(r)}" for r in runs]
     return "\n".join(lines) + "\n"
 
 
@@ -288,7 +289,7 @@ def write_report(runs: list[Run], out: Path | None = None,
     for name, title, function, args in _chart_jobs(runs, trace_labels):
         result = function(*args)
         chart = Chart(name=name, title=title, question=_question(function))
-        if isinstance(result, charts.Skip):
+        if isinstance(result, chart_data.Skip):
             chart.skipped = result.reason
             for stale in (out / f"{name}.png", out / f"{name}.svg"):
                 stale.unlink(missing_ok=True)

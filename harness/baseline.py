@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import results as res
-from harness.check import INSTRUCTIONS_JSON, CheckError, is_run_dir
-from harness.config import REPO_ROOT
+from harness.check_load import CheckError, is_run_dir
+from harness.instructions import INSTRUCTIONS_JSON
+from harness.variants import REPO_ROOT
 from harness.counters import COUNTERS_CSV
 
 BASELINES = REPO_ROOT / "results" / "baselines"

@@ -15,14 +15,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.results import per_command, read_runs
+from harness.results import command_stats, read_runs
 
 OTHER_BUILDS = {"notrace-": "no trace code", "blake3join-": "BLAKE3's join"}
 B3SUM = "b3sum"
 
 
 def paired_builds(run_dir: Path) -> list[dict[str, object]]:
-    stats = per_command(read_runs(run_dir)).set_index("label")
+    stats = command_stats(read_runs(run_dir)).set_index("label")
     b3sum = float(stats.loc[B3SUM, "median_s"]) if B3SUM in stats.index else None
     rows = []
     for label in stats.index:

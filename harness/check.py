@@ -29,30 +29,23 @@ Behaviour counters (harness/counters.py: reads, in-flight, io_uring_enter calls,
 context switches, page faults, peak RSS, residency) of each hasher's probes, compared median to
 median within measured tolerances: an I/O regression shows there exactly.
 
-Deterministic companion: user-space instructions of hashing a hot file, counted with valgrind's
-callgrind (perf's hardware counters are used when they work), compared with a tolerance.
+Deterministic companion: user-space instructions of hashing a hot file (harness/instructions.py).
+Outputs: harness/check_report.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import os
-import re
-import shutil
-import subprocess
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
-from xml.etree import ElementTree as ET
+from typing import Any
 
 import numpy as np
 
 from harness import counters as ctr
-from harness import results as res
 from harness import stats
-from harness.config import BASELINE_PREFIX
+from harness.check_load import CheckError, RunData, Sample, is_run_dir
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_CONFIDENCE = 0.95
@@ -63,10 +56,7 @@ FIGURES = ("paired", "cat", "fio", "raw")  # in order of preference for the verd
 REFERENCE_TOOLS = ("cat", "fio")
 POOLED = "all hashers, pooled"
 MIN_LOG_SCALE = 1e-3  # a command's per-round noise is never taken as below 0.1% (weights stay finite)
-INSTRUCTIONS_JSON = "instructions.json"
 DEFAULT_INSTRUCTION_TOLERANCE = 0.01
-INSTRUCTION_FILE_SIZE = 64 << 20
-INSTRUCTION_VARIANTS = ("liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread")
 
 # verdicts
 REGRESSION, IMPROVEMENT, NO_CHANGE, FAILED = "regression", "improvement", "no change", "failed"
@@ -76,10 +66,6 @@ BAD = (REGRESSION, FAILED)
 UNDECIDED = (TOO_FEW, NOT_COMPARABLE)
 
 
-class CheckError(Exception):
-    """The comparison cannot be made at all (missing baseline, unreadable run). Exit 2."""
-
-
 @dataclass
 class Settings:
     threshold: float = DEFAULT_THRESHOLD
@@ -87,44 +73,6 @@ class Settings:
     resamples: int = RESAMPLES
     seed: int = SEED
     min_runs: int = MIN_RUNS
-
-
-@dataclass
-class Sample:
-    """A command's executions in one run for one figure: its times and, execution by execution,
-    the reference's time in the same round (ones for raw). The figure is
-    median(time) / median(reference): a spike of one reference execution does not carry over."""
-
-    time: np.ndarray
-    reference: np.ndarray
-    keys: list[tuple[str, int]] = field(default_factory=list)  # (file, round) of each execution
-
-    def __len__(self) -> int:
-        return len(self.time)
-
-    @property
-    def value(self) -> float:
-        return float(np.median(self.time) / np.median(self.reference))
-
-    def resampled(self, rng: np.random.Generator, resamples: int) -> np.ndarray:
-        """The figure of `resamples` bootstrap resamples of the executions (time and reference
-        drawn together, so the pairing by round is kept)."""
-        idx = rng.integers(0, len(self), size=(resamples, len(self)))
-        return np.median(self.time[idx], axis=1) / np.median(self.reference[idx], axis=1)
-
-
-@dataclass
-class RunData:
-    """One run directory reduced to what the check needs."""
-
-    path: Path
-    fingerprint_id: str | None
-    cache: str | None
-    runs: Any  # pandas DataFrame (harness.results.read_runs)
-    samples: dict[str, dict[str, Sample]]  # label -> figure -> executions
-    failures: dict[str, str]  # label -> why (failed execution, hash mismatch)
-    counters: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> counter -> summary
-    ab_half: bool = False  # one half of an A/B run (select()): its rounds pair with the other half's
 
 
 @dataclass
@@ -193,89 +141,6 @@ class Report:
         if not judged or any(v in UNDECIDED for v in verdicts):
             return 2
         return 0
-
-
-# --- loading and normalising ---
-
-def _per_round(rows: Any, column: str) -> dict[tuple[str, int], float]:
-    med = rows.groupby(["file", "round"])[column].median()
-    return {(str(f), int(r)): float(v) for (f, r), v in med.items() if v == v and v > 0}
-
-
-def reference_times(runs: Any) -> dict[str, dict[tuple[str, int], float]]:
-    """figure -> (file, round) -> reference time in that round: cat's wall time, and fio's read
-    time of the fio command with the best median (per file)."""
-    ok = runs[res.succeeded(runs)]
-    refs = {"cat": _per_round(ok[ok["tool"] == "cat"], "wall_s")}
-    fio = ok[ok["tool"] == "fio"].copy()
-    if len(fio):
-        fio["read_s"] = fio["fio_runtime_s"].where(fio["fio_runtime_s"] > 0, fio["wall_s"])
-        med = fio.groupby(["file", "label"])["read_s"].median()
-        best = {f: lbl for f, lbl in med.groupby(level=0).idxmin().map(lambda t: t[1]).items()}
-        fio = fio[[best.get(f) == lbl for f, lbl in zip(fio["file"], fio["label"])]]
-        refs["fio"] = _per_round(fio, "read_s")
-    else:
-        refs["fio"] = {}
-    return refs
-
-
-def load_run(path: str | Path) -> RunData:
-    p = Path(path)
-    if not is_run_dir(p):
-        raise CheckError(f"{p}: not a run directory (runs.csv and meta.json needed)")
-    meta = res.read_json(p / res.META_JSON)
-    runs = res.read_runs(p)
-    if not len(runs):
-        raise CheckError(f"{p}: no executions recorded in runs.csv")
-    refs = reference_times(runs)
-    ok_mask = res.succeeded(runs)
-    samples: dict[str, dict[str, Sample]] = {}
-    failures: dict[str, str] = {}
-    for label, g in runs.groupby("label", sort=False):
-        bad = g[~ok_mask[g.index]]
-        mismatch = g[(g["hash_ok"] == False).fillna(False).astype(bool)]  # noqa: E712 (nullable)
-        if len(mismatch):
-            failures[label] = f"hash mismatch in {len(mismatch)} of {len(g)} executions"
-        elif len(bad):
-            failures[label] = f"{len(bad)} of {len(g)} executions failed: {bad['error'].iloc[0]}"
-        ok = g[ok_mask[g.index]]
-        keys = list(zip(ok["file"].astype(str), ok["round"].astype(int)))
-        wall = ok["wall_s"].to_numpy(dtype=float)
-        figs = {"raw": Sample(wall, np.ones_like(wall), keys)}
-        for name, ref in refs.items():
-            have = [k in ref for k in keys]
-            figs[name] = Sample(wall[have], np.array([ref[k] for k in keys if k in ref], dtype=float))
-        samples[str(label)] = figs
-    caches = set(runs["cache"].dropna().unique())
-    return RunData(path=p, fingerprint_id=(meta.get("fingerprint") or {}).get("fingerprint_id"),
-                   cache=caches.pop() if len(caches) == 1 else None, runs=runs,
-                   samples=samples, failures=failures,
-                   counters=ctr.summarize(ctr.read(p / ctr.COUNTERS_CSV)))
-
-
-def is_ab_run(run: RunData) -> bool:
-    """A run with a baseline build beside the current one (`--against`)."""
-    return any(label.startswith(BASELINE_PREFIX) for label in run.samples)
-
-
-def select(run: RunData, rename: Callable[[str], str | None]) -> RunData:
-    """The commands of `run` that rename() gives a new label (None: left out), under it."""
-    def pick(d: dict[str, Any]) -> dict[str, Any]:
-        return {new: v for k, v in d.items() if (new := rename(k)) is not None}
-
-    labels = [rename(str(lbl)) for lbl in run.runs["label"]]
-    rows = run.runs[[lbl is not None for lbl in labels]].copy()
-    rows["label"] = [lbl for lbl in labels if lbl is not None]
-    return dataclasses.replace(run, runs=rows, samples=pick(run.samples), failures=pick(run.failures),
-                               counters=pick(run.counters), ab_half=True)
-
-
-def split_ab(run: RunData) -> tuple[RunData, RunData]:
-    """(baseline, current) halves of an A/B run: the BASELINE_PREFIX commands, renamed to their
-    twins' labels, and everything else. Both keep the run's path: compare() pairs them by round."""
-    n = len(BASELINE_PREFIX)
-    return (select(run, lambda lbl: lbl[n:] if lbl.startswith(BASELINE_PREFIX) else None),
-            select(run, lambda lbl: None if lbl.startswith(BASELINE_PREFIX) else lbl))
 
 
 # --- statistics ---
@@ -448,275 +313,6 @@ def measure(opts: Any) -> tuple[Path, int]:
         raise CheckError(f"the current run wrote no run directory under {opts.out} (exit {outcome.code})")
     return outcome.run_dir, outcome.code
 
-
-def is_run_dir(path: Path) -> bool:
-    return (path / res.RUNS_CSV).is_file() and (path / res.META_JSON).is_file()
-
-
-# --- instruction counts ---
-
-def perf_works() -> bool:
-    """perf's hardware instruction counter (absent in most VMs)."""
-    if shutil.which("perf") is None:
-        return False
-    r = subprocess.run(["perf", "stat", "-x,", "-e", "instructions:u", "true"],
-                       capture_output=True, text=True)
-    return r.returncode == 0 and "<not supported>" not in r.stderr and "<not counted>" not in r.stderr
-
-
-def count_instructions(argv: list[str], timeout: float = 300) -> tuple[int, str, str]:
-    """(user-space instructions, counter, stdout) of one execution of argv."""
-    if perf_works():
-        r = subprocess.run(["perf", "stat", "-x,", "-e", "instructions:u", "--", *argv],
-                           capture_output=True, text=True, timeout=timeout)
-        counter = "perf"
-        m = re.search(r"^(\d+),[^,]*,instructions", r.stderr, re.MULTILINE)
-    else:
-        if shutil.which("valgrind") is None:
-            raise CheckError("neither perf's instruction counter nor valgrind is available "
-                             "(apt-get install valgrind)")
-        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-                           capture_output=True, text=True, timeout=timeout)
-        counter = "callgrind"
-        m = re.search(r"Collected : (\d+)", r.stderr)
-    if r.returncode != 0 or not m:
-        tail = (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
-        raise CheckError(f"counting instructions of {argv[0]} failed: {tail}")
-    return int(m.group(1)), counter, r.stdout
-
-
-def measure_instructions(bin_dir: Path, file: Path, b3sum_hash: str,
-                         variants: tuple[str, ...] = INSTRUCTION_VARIANTS) -> dict[str, Any]:
-    """Instructions of each hasher at its default knobs hashing `file` (hot: read it first)."""
-    file.read_bytes()  # into the page cache; the count does not depend on it, the duration does
-    counts: dict[str, int] = {}
-    counter = ""
-    for variant in variants:
-        exe = bin_dir / variant
-        if not exe.is_file():
-            raise CheckError(f"hasher binary {exe} not found; run `make`")
-        counts[variant], counter, out = count_instructions([str(exe), str(file)])
-        if not out.startswith(b3sum_hash):
-            raise CheckError(f"{variant} printed a wrong hash under {counter}: {out.strip()[:80]}")
-    return {"counter": counter, "file_size": file.stat().st_size, "bin_dir": str(bin_dir), "counts": counts}
-
-
-def instructions_now(bin_dir: Path | None = None, file: Path | None = None,
-                     size: int = INSTRUCTION_FILE_SIZE) -> dict[str, Any]:
-    """measure_instructions() on `file`, or on a random file of `size` in build/data."""
-    from harness.config import REPO_ROOT
-    from harness.plan import FileSpec, find_tool
-    from harness.run import b3sum_reference, ensure_file
-    from harness.units import format_size
-
-    bin_dir = bin_dir or REPO_ROOT / os.environ.get("RINGSUM_BIN_DIR", "build/bin")
-    if file is None:
-        file = REPO_ROOT / "build" / "data" / f"ringsum-{format_size(size)}.bin"
-        ensure_file(FileSpec(str(file), size, generate=True, owned=True), lambda msg: None)
-    b3sum = find_tool("b3sum")
-    if b3sum is None:
-        raise CheckError("b3sum not found; run `make deps`")
-    return measure_instructions(Path(bin_dir).absolute(), file, b3sum_reference(str(b3sum), str(file), 60))
-
-
-def compare_instructions(baseline: dict[str, Any] | None, current: dict[str, Any],
-                         tolerance: float) -> list[InstructionComparison]:
-    if baseline is None:
-        return [InstructionComparison(v, None, n, NOT_COMPARABLE, f"baseline has no {INSTRUCTIONS_JSON}")
-                for v, n in current["counts"].items()]
-    out = []
-    for variant, n in current["counts"].items():
-        b = baseline["counts"].get(variant)
-        if b is None:
-            out.append(InstructionComparison(variant, None, n, ONLY_CURRENT))
-        elif baseline.get("file_size") != current["file_size"] or baseline.get("counter") != current["counter"]:
-            out.append(InstructionComparison(variant, b, n, NOT_COMPARABLE,
-                                             "different file size or counter"))
-        else:
-            ratio = n / b
-            verdict = (REGRESSION if ratio > 1 + tolerance else
-                       IMPROVEMENT if ratio < 1 - tolerance else NO_CHANGE)
-            out.append(InstructionComparison(variant, b, n, verdict))
-    return out
-
-
-def read_instructions(run_dir: Path) -> dict[str, Any] | None:
-    p = run_dir / INSTRUCTIONS_JSON
-    return res.read_json(p) if p.is_file() else None
-
-
-# --- output ---
-
-def _pct(ratio: float) -> str:
-    return f"{(ratio - 1) * 100:+.1f}%"
-
-
-def _interval(e: Estimate) -> str:
-    return f"[{_pct(e.low)}, {_pct(e.high)}]"
-
-
-def _value(fig: str, v: float) -> str:
-    if v != v:
-        return "-"
-    return f"{v * 1000:.2f} ms" if fig in ("paired", "raw") else f"{v:.3f}"
-
-
-def _row(c: Comparison) -> dict[str, str]:
-    """The cells of one table row: primary figure first, the other figures as changes."""
-    e = c.estimates.get(c.primary or "") if c.primary else None
-    if e is None and c.estimates:  # references and failures: raw if there, else what is there
-        e = c.estimates.get("raw") or next(iter(c.estimates.values()))
-    row = {"command": c.label, "figure": "-", "baseline": "-", "current": "-", "change": "-",
-           "interval": "-", "verdict": c.verdict + (f" ({c.reason})" if c.reason else "")}
-    if e is not None:
-        row.update(figure="÷" + e.figure if e.figure in ("cat", "fio") else e.figure,
-                   baseline=_value(e.figure, e.baseline), current=_value(e.figure, e.current),
-                   change=_pct(e.ratio), interval=_interval(e))
-    for fig in FIGURES:
-        other = c.estimates.get(fig)
-        row[fig] = "n/a" if other is None else f"{_pct(other.ratio)}"
-    return row
-
-
-COLUMNS = ("command", "figure", "baseline", "current", "change", "interval", "verdict",
-           "paired", "cat", "fio", "raw")
-HEADERS = {"paired": "paired", "cat": "÷cat", "fio": "÷fio", "raw": "raw"}
-
-
-def _summary_line(report: Report) -> str:
-    parts = [f"{report.count(v)} {v}" for v in (REGRESSION, FAILED, IMPROVEMENT, NO_CHANGE, TOO_FEW, NOT_COMPARABLE)
-             if report.count(v)]
-    return ", ".join(parts) or "nothing compared"
-
-
-def _header_lines(report: Report) -> list[str]:
-    s = report.settings
-    return [
-        f"baseline: {report.baseline.path} (fingerprint {report.baseline.fingerprint_id})",
-        f"current:  {report.current.path} (fingerprint {report.current.fingerprint_id})",
-        f"figure for the verdict: first of paired, ÷cat, ÷fio, raw available; threshold ±{s.threshold * 100:g}%, "
-        f"{s.confidence * 100:g}% interval: Hodges-Lehmann and signed ranks of the per-round ratios (paired), or a bootstrap "
-        f"of the ratio of medians ({s.resamples} resamples, seed {s.seed})",
-    ]
-
-
-def _counter_rows(report: Report) -> list[tuple[str, str, str, str, str, str]]:
-    """(command, counter, baseline, current, change, verdict) of every counter out of tolerance."""
-    def num(v: float) -> str:
-        return f"{v:.3g}" if v != int(v) else f"{int(v)}"
-
-    return [(c.label, c.counter, num(c.baseline), num(c.current), c.change, c.verdict)
-            for c in report.counters if c.verdict != NO_CHANGE]
-
-
-def _counter_summary(report: Report) -> str:
-    labels = {c.label for c in report.counters}
-    return (f"behaviour counters: {len(report.counters)} compared over {len(labels)} commands, "
-            f"{len(_counter_rows(report))} out of tolerance (harness/counters.py TOLERANCES)")
-
-
-def format_table(report: Report) -> str:
-    rows = [_row(c) for c in report.comparisons]
-    head = {k: HEADERS.get(k, k) for k in COLUMNS}
-    widths = {k: max(len(head[k]), *(len(r[k]) for r in rows)) if rows else len(head[k]) for k in COLUMNS}
-    widths["command"] = min(widths["command"], 60)
-
-    def line(r: dict[str, str]) -> str:
-        cells = []
-        for k in COLUMNS:
-            v = r[k] if k != "command" or len(r[k]) <= 60 else r[k][:59] + "…"
-            cells.append(v.ljust(widths[k]) if k in ("command", "verdict", "figure") else v.rjust(widths[k]))
-        return "  ".join(cells).rstrip()
-
-    out = _header_lines(report) + ["", line(head), *(line(r) for r in rows)]
-    if report.counters:
-        out += ["", _counter_summary(report)]
-        out += [f"  {cmd}  {name}: {b} -> {c} ({change})  {verdict}"
-                for cmd, name, b, c, change, verdict in _counter_rows(report)]
-    if report.instructions:
-        out += ["", f"instructions (tolerance ±{report.instruction_tolerance * 100:g}%):"]
-        for i in report.instructions:
-            change = _pct(i.ratio) if i.ratio else "-"
-            out.append(f"  {i.variant:<30} {i.baseline or '-':>14} {i.current or '-':>14} {change:>8}  "
-                       f"{i.verdict}{f' ({i.reason})' if i.reason else ''}")
-    out += ["", *(f"note: {n}" for n in report.notes), f"result: {_summary_line(report)} -> exit {report.exit_code}"]
-    return "\n".join(out) + "\n"
-
-
-def _md_escape(s: str) -> str:
-    return s.replace("|", "\\|")
-
-
-def format_markdown(report: Report) -> str:
-    icon = {0: "✅", 1: "❌", 2: "⚠️"}[report.exit_code]
-    out = [f"## {icon} ringsum check: {_summary_line(report)}", ""]
-    out += [f"- {_md_escape(h)}" for h in _header_lines(report)]
-    out += [f"- note: {_md_escape(n)}" for n in report.notes]
-    out += ["", "| " + " | ".join(HEADERS.get(k, k) for k in COLUMNS) + " |",
-            "|" + "|".join("---" if k in ("command", "figure", "verdict") else "---:" for k in COLUMNS) + "|"]
-    for c in report.comparisons:
-        r = _row(c)
-        if c.verdict in BAD:
-            r["verdict"] = f"**{r['verdict']}**"
-        out.append("| " + " | ".join(_md_escape(r[k]) for k in COLUMNS) + " |")
-    if report.counters:
-        out += ["", _md_escape(_counter_summary(report))]
-        if _counter_rows(report):
-            out += ["", "| command | counter | baseline | current | change | verdict |",
-                    "|---|---|---:|---:|---:|---|"]
-            out += ["| " + " | ".join(_md_escape(x) for x in r) + " |" for r in _counter_rows(report)]
-    if report.instructions:
-        out += ["", f"Instructions (user space, tolerance ±{report.instruction_tolerance * 100:g}%):", "",
-                "| hasher | baseline | current | change | verdict |", "|---|---:|---:|---:|---|"]
-        for i in report.instructions:
-            out.append(f"| {i.variant} | {i.baseline or '-'} | {i.current or '-'} | "
-                       f"{_pct(i.ratio) if i.ratio else '-'} | {i.verdict} |")
-    out += ["", f"Exit code {report.exit_code}."]
-    return "\n".join(out) + "\n"
-
-
-def format_junit(report: Report) -> str:
-    """One testcase per command (and per hasher's instruction count): regressions and failed
-    commands are failures, undecidable ones errors, commands in one run only skipped."""
-    suite = ET.Element("testsuite", name="ringsum check")
-    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    cases: list[tuple[str, str, str, str]] = [
-        ("ringsum.check", c.label, c.verdict, f"{c.verdict}: {_row(c)['change']} {_row(c)['interval']}"
-         + (f" ({c.reason})" if c.reason else "")) for c in report.comparisons]
-    cases += [("ringsum.counters", f"{c.label}: {c.counter}", c.verdict,
-               f"{c.verdict}: {c.baseline:g} -> {c.current:g} ({c.change})") for c in report.counters]
-    cases += [("ringsum.instructions", i.variant, i.verdict,
-               f"{i.verdict}: {i.baseline} -> {i.current}" + (f" ({i.reason})" if i.reason else ""))
-              for i in report.instructions]
-    for classname, name, verdict, message in cases:
-        case = ET.SubElement(suite, "testcase", classname=classname, name=name)
-        counts["tests"] += 1
-        if verdict in BAD:
-            ET.SubElement(case, "failure", message=message, type=verdict)
-            counts["failures"] += 1
-        elif verdict in UNDECIDED:
-            ET.SubElement(case, "error", message=message, type=verdict)
-            counts["errors"] += 1
-        elif verdict in (ONLY_BASELINE, ONLY_CURRENT):
-            ET.SubElement(case, "skipped", message=verdict)
-            counts["skipped"] += 1
-        else:
-            ET.SubElement(case, "system-out").text = message
-    for k, v in counts.items():
-        suite.set(k, str(v))
-    root = ET.Element("testsuites")
-    root.append(suite)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-
-
-def write_outputs(report: Report, markdown: Path | None, junit: Path | None) -> None:
-    if markdown is not None:
-        markdown.parent.mkdir(parents=True, exist_ok=True)
-        markdown.write_text(format_markdown(report), encoding="utf-8")
-    if junit is not None:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.write_text(format_junit(report), encoding="utf-8")
 
 
 def parse_fraction(text: str) -> float:

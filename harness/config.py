@@ -59,20 +59,19 @@ Schema (all keys optional unless noted)::
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from harness.knobs import KnobsError, KnobTable, load_knobs
-from harness.tools import READ_TOOLS, TOOLS  # noqa: F401 (READ_TOOLS: re-export)
+from harness.config_schema import (BASELINE_TOOLS, FILE_PLACEHOLDER, PLACEHOLDER, Config, ConfigError, Constraint, Group,
+                                   Nominal, RunSettings)
+from harness.tools import TOOLS
 from harness.units import parse_size
-from harness.values import Buffers, Parser, boolean, buffers, posint, show, size
-from harness.variants import REPO_ROOT, VARIANTS
-BASELINE_TOOLS = tuple(TOOLS)
+from harness.values import Parser, boolean, buffers, posint, show, size
+from harness.variants import VARIANTS
 # The `limit` group every config gets unless `[baselines] limit = false`: enough read-only commands
 # to find the fastest plain read of the file (cat's read-ahead, small and large buffered reads,
 # io_uring reads buffered and O_DIRECT, shallow with the article's best and deep). Commands the
@@ -85,10 +84,6 @@ LIMIT_BASELINES: dict[str, Any] = {
             {"bs": "512K", "iodepth": 8, "direct": False}],
 }
 LIMIT_KEY = "baselines.limit"
-
-
-class ConfigError(Exception):
-    """A configuration problem, already formatted as `file: key: problem`."""
 
 
 def _one_line(text: str) -> str:
@@ -108,151 +103,6 @@ def hasher_knobs(table: KnobTable) -> dict[str, tuple[Parser, tuple[Any, ...]]]:
 _CONSTRAINT_RE = re.compile(
     r"^\s*(?P<a>\w+)\s*(?:\*\s*(?P<b>\w+)\s*)?(?P<op><=|>=|==|!=|<|>)\s*(?P<c>\w+)\s*$"
 )
-
-
-@dataclass(frozen=True)
-class Constraint:
-    """`A [* B] OP C`; operands are knob names or literals (integers, sizes like 64M)."""
-
-    text: str
-    left: tuple[str | int, ...]
-    op: str
-    right: str | int
-
-    def holds(self, knobs: dict[str, Any]) -> bool:
-        def val(x: str | int) -> int:
-            v = knobs[x] if isinstance(x, str) else x
-            return int(v)  # bools count as 0/1
-
-        lhs = 1
-        for term in self.left:
-            lhs *= val(term)
-        rhs = val(self.right)
-        return {
-            "<=": lhs <= rhs, "<": lhs < rhs, ">=": lhs >= rhs,
-            ">": lhs > rhs, "==": lhs == rhs, "!=": lhs != rhs,
-        }[self.op]
-
-
-@dataclass(frozen=True)
-class Group:
-    """One group of commands: a hasher sweep or a baseline tool with its grid."""
-
-    kind: str  # "hasher" or a baseline tool name
-    name: str
-    variant: str  # hasher binary name, or the tool name
-    grid: dict[str, tuple[Any, ...]]
-    exclude: tuple[dict[str, tuple[Any, ...]], ...] = ()
-    constraints: tuple[Constraint, ...] = ()
-    path: str | None = None  # explicit hasher binary
-    style: str = "options"  # hasher argv style: "options" or "positional"
-    trace: bool = True  # hashers: one extra untimed --trace run per configuration
-    key: str = ""  # where it came from in the file, for messages
-    argv: tuple[str, ...] = ()  # [[commands]]: the program and its words, {file} and {param} placeholders
-    reads_only: bool = False  # [[commands]]: a plain reader, one of the speed limit's
-    blake3: bool = False  # [[commands]]: prints the file's BLAKE3 hash as b3sum does; checked
-
-
-@dataclass(frozen=True)
-class Nominal:
-    read_Bps: float = 1.0e9  # measured: cold 1 GiB reads on the 2-core VM, 0.35-2.9 s, mean ~1 s
-    hash_per_core_Bps: float = 3e9
-    overhead_s: float = 0.15  # measured: hyperfine start + prepare (sync, drop, cachestat) ~0.1-0.2 s
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    rounds: int = 5
-    runs_per_round: int = 1
-    cache: str = "cold"
-    files: tuple[str, ...] = ()
-    file_sizes: tuple[int, ...] = ()
-    data_dir: str = "build/data"
-    timeout_s: float = 120.0
-    trace: bool = True
-    probes: int = 1  # traced executions per hasher configuration (behaviour counters)
-    probe_cache: str | None = None  # their page cache mode; None: as `cache`
-    seed: int | None = None
-    bin_dir: str | None = None
-    resident_tolerance: float = 0.01
-    nominal: Nominal = field(default_factory=Nominal)
-
-
-@dataclass(frozen=True)
-class Config:
-    path: str
-    run: RunSettings
-    groups: tuple[Group, ...]
-    raw: dict[str, Any]  # the TOML as parsed, for meta.json
-    limit_groups: tuple[Group, ...] = ()  # the `limit` group (LIMIT_BASELINES), unless turned off
-    limit: bool = True  # `[baselines] limit`: readers for the read limit, b3sum for BLAKE3's when warm
-
-    def bin_dir(self) -> Path:
-        d = self.run.bin_dir or os.environ.get("RINGSUM_BIN_DIR") or "build/bin"
-        p = Path(d)
-        return p if p.is_absolute() else REPO_ROOT / p
-
-    def data_dir(self) -> Path:
-        p = Path(self.run.data_dir)
-        return p if p.is_absolute() else REPO_ROOT / p
-
-    def to_json(self) -> dict[str, Any]:
-        """The resolved configuration (JSON-friendly)."""
-        def conv(v: Any) -> Any:
-            if isinstance(v, Buffers):
-                return str(v)
-            return v
-
-        def group(g: Group) -> dict[str, Any]:
-            return {
-                "kind": g.kind, "name": g.name, "variant": g.variant, "path": g.path,
-                "style": g.style,
-                "grid": {k: [conv(x) for x in v] for k, v in g.grid.items()},
-                "exclude": [{k: [conv(x) for x in v] for k, v in e.items()} for e in g.exclude],
-                "constraints": [c.text for c in g.constraints],
-                **({"argv": list(g.argv), "reads_only": g.reads_only, "blake3": g.blake3} if g.kind == "command" else {}),
-            }
-
-        return {
-            "path": self.path,
-            "run": {
-                "rounds": self.run.rounds,
-                "runs_per_round": self.run.runs_per_round,
-                "cache": self.run.cache,
-                "files": list(self.run.files),
-                "file_sizes": list(self.run.file_sizes),
-                "data_dir": self.run.data_dir,
-                "timeout_s": self.run.timeout_s,
-                "trace": self.run.trace,
-                "probes": self.run.probes,
-                "probe_cache": self.run.probe_cache,
-                "seed": self.run.seed,
-                "bin_dir": str(self.bin_dir()),
-                "resident_tolerance": self.run.resident_tolerance,
-                "nominal": vars(self.run.nominal),
-            },
-            "groups": [group(g) for g in self.groups],
-            "limit_groups": [group(g) for g in self.limit_groups],
-            "toml": self.raw,
-        }
-
-
-BASELINE_PREFIX = "baseline:"
-
-
-def with_baseline_build(config: Config, bin_dir: str | Path) -> Config:
-    """A/B in one run: every hasher group again with the binary of the same name in `bin_dir`,
-    named BASELINE_PREFIX + its name, so that each command and its twin share every round."""
-    directory = Path(bin_dir).absolute()
-    twins = []
-    for g in config.groups:
-        if g.kind != "hasher":
-            continue
-        name = g.name if g.path else g.variant
-        binary = directory / (Path(g.path).name if g.path else g.variant)
-        twins.append(dataclasses.replace(g, name=BASELINE_PREFIX + name, path=str(binary),
-                                         key=f"{g.key} (baseline build {directory})"))
-    return dataclasses.replace(config, groups=config.groups + tuple(twins))
 
 
 class _Ctx:
@@ -375,10 +225,6 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
     )
     return Group(kind=kind, name=name, variant=variant, grid=grid, exclude=tuple(exclude),
                  constraints=constraints, path=path, style=style, trace=trace, key=key)
-
-
-PLACEHOLDER = re.compile(r"\{(\w+)\}")
-FILE_PLACEHOLDER = "file"
 
 
 def _param(v: Any) -> str | int:

@@ -16,7 +16,7 @@ import secrets
 from pathlib import Path
 from typing import Callable
 
-from harness.config import Config
+from harness.config_schema import Config
 from harness.plan import FileSpec
 from harness.units import format_size
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import os
+import random
 import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness.config import FILE_PLACEHOLDER, PLACEHOLDER, Buffers, Config, Group
+from harness.config_schema import FILE_PLACEHOLDER, PLACEHOLDER, Config, Group
+from harness.values import Buffers
 from harness.knobs import Knob, load_knobs
 from harness.tools import COMMAND, FIO_FILE, FIO_JSON, READER, TOOLS, find_tool  # noqa: F401 (re-export)
 from harness.units import format_size
@@ -321,3 +323,19 @@ def format_duration(s: float) -> str:
     if s < 3600:
         return f"{s // 60} min {s % 60:02d} s"
     return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def round_orders(labels: list[str], rounds: int, runs_per_round: int, seed: int) -> list[list[str]]:
+    """Each round: every label `runs_per_round` times, freshly shuffled; consecutive rounds differ
+    whenever more than one order is possible."""
+    rng = random.Random(seed)
+    orders: list[list[str]] = []
+    base = [lbl for lbl in labels for _ in range(runs_per_round)]
+    for _ in range(rounds):
+        order = list(base)
+        for _attempt in range(20):
+            rng.shuffle(order)
+            if not orders or order != orders[-1] or len(set(base)) < 2:
+                break
+        orders.append(order)
+    return orders

@@ -34,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from harness import check
-from harness.config import REPO_ROOT, load_config
+from harness import check, check_load
+from harness.config import load_config
+from harness.variants import REPO_ROOT
 
 CONDITIONS = {
     "baseline": "", "unchanged": "", "slow5": "slow:5", "slow10": "slow:10", "slow20": "slow:20",
@@ -112,11 +113,11 @@ class Verdict:
 
 def halves(run_dir: Path) -> dict[str, check.RunData]:
     """condition -> its commands in the run (labels without the condition's prefix)."""
-    run = check.load_run(run_dir)
+    run = check_load.load_run(run_dir)
 
     def half(name: str) -> check.RunData:
         prefix = f"{name}/"
-        return check.select(run, lambda lbl: lbl[len(prefix):] if lbl.startswith(prefix) else None)
+        return check_load.select(run, lambda lbl: lbl[len(prefix):] if lbl.startswith(prefix) else None)
 
     return {name: half(name) for name in CONDITIONS if any(str(lbl).startswith(f"{name}/") for lbl in run.samples)}
 
@@ -235,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
 
     if a.analyse:
-        run_dirs = sorted(d for d in a.analyse.iterdir() if check.is_run_dir(d))
+        run_dirs = sorted(d for d in a.analyse.iterdir() if check_load.is_run_dir(d))
         if not run_dirs:
             die(f"{a.analyse}: no run directories")
     else:

@@ -1,11 +1,12 @@
 """The results of a run: the runs.csv record and its writer/reader, meta.json, and the per-command
-reduction of the runs table (`per_command()`). What the numbers say (the speed limit, the summary,
+reduction of the runs table (`command_stats()`). What the numbers say (the speed limit, the summary,
 the headline) is harness/verdict.py.
 """
 
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import os
@@ -250,27 +251,49 @@ def succeeded(runs: Any) -> Any:
     return exit_ok & runs["wall_s"].notna() & hash_not_wrong
 
 
-def _ok(df: Any) -> Any:
-    return df[succeeded(df)]
+def config_columns(runs: Any) -> list[str]:
+    """The knobs that tell two configurations of the same tool apart: the runs.csv columns from
+    block_size to extra, the hashers' own (whatever knob table the run had) among them."""
+    names = list(runs.columns)
+    return names[names.index("block_size"):names.index("extra") + 1]
 
 
-def per_command(runs: Any) -> Any:
-    """One row per command: n, failures, median/min/max wall, median throughput, hash status."""
+def command_stats(runs: Any) -> Any:
+    """The one per-command reduction of a runs table (summary, report, charts, check, bench):
+    one row per command label, in first-seen order: its identity and knobs, then n (successful
+    executions), failed, mismatches (executions whose hash was wrong), min_s / median_s / max_s /
+    mean_s of wall time and median_Bps of throughput over the successful executions only (NaN when
+    none succeeded), and hash_ok_all (True/False when the tool prints a hash, NA otherwise)."""
     import pandas as pd
 
+    ok = succeeded(runs)
+    identity = ["label", "tool", "variant", "group"] + config_columns(runs) + ["file_size", "cache"]
     rows = []
     for label, g in runs.groupby("label", sort=False):
-        ok = _ok(g)
-        hash_vals = g["hash_ok"].dropna()
-        rows.append({
-            "label": label, "tool": g["tool"].iloc[0], "variant": g["variant"].iloc[0],
-            "n": int(len(ok)), "failed": int(len(g) - len(ok)),
-            "median_s": float(ok["wall_s"].median()) if len(ok) else None,
-            "min_s": float(ok["wall_s"].min()) if len(ok) else None,
-            "max_s": float(ok["wall_s"].max()) if len(ok) else None,
-            "throughput_Bps": float(ok["throughput_Bps"].median()) if len(ok) else None,
-            "hash": "-" if not len(hash_vals) else ("ok" if bool(hash_vals.all()) else "MISMATCH"),
-            "resident_max": float(g["resident_before"].max()) if g["resident_before"].notna().any() else None,
+        good = g[ok.loc[g.index]]
+        wall = good["wall_s"].astype("float64")
+        hashes = g["hash_ok"].dropna()
+        row = {c: g[c].iloc[0] for c in identity}
+        row.update({
+            "n": len(good), "failed": len(g) - len(good), "mismatches": int((hashes == False).sum()),  # noqa: E712
+            "min_s": wall.min(), "median_s": wall.median(), "max_s": wall.max(), "mean_s": wall.mean(),
+            "median_Bps": good["throughput_Bps"].astype("float64").median(),
+            "hash_ok_all": bool(hashes.all()) if len(hashes) else pd.NA,
         })
-    return pd.DataFrame(rows)
+        rows.append(row)
+    stats = pd.DataFrame(rows, columns=identity + ["n", "failed", "mismatches", "min_s", "median_s", "max_s",
+                                                   "mean_s", "median_Bps", "hash_ok_all"])
+    for c in identity:
+        stats[c] = stats[c].astype(runs[c].dtype)
+    for c in ("n", "failed", "mismatches"):
+        stats[c] = stats[c].astype("int64")
+    stats["hash_ok_all"] = stats["hash_ok_all"].astype("boolean")
+    return stats
 
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def iso(t: dt.datetime) -> str:
+    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness import stats
 from harness.tools import READ_TOOLS
-from harness.results import per_command, succeeded
+from harness.results import command_stats, succeeded
 from harness.units import format_rate, format_size
 
 RoundTimes = dict[int, float]  # round -> seconds (the median of the round's executions)
@@ -318,13 +318,20 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None) ->
 
 # --- summary.txt and summary.json ---
 
+def _hash_word(hash_ok_all: Any) -> str:
+    """summary.txt's and summary.json's hash status: "-" for a tool that prints no hash."""
+    import pandas as pd
+
+    return "-" if pd.isna(hash_ok_all) else ("ok" if hash_ok_all else "MISMATCH")
+
+
 def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None) -> str:
     """The summary printed at the end of a run (and saved as summary.txt): the table of every
     command, the speed limit, and the headline last."""
     if not len(runs):
         return "no runs recorded\n"
     ratios = limit_ratios(runs)
-    table = per_command(runs).sort_values("throughput_Bps", ascending=False, na_position="last")
+    table = command_stats(runs).sort_values("median_Bps", ascending=False, na_position="last")
     width = max(20, min(60, int(table["label"].str.len().max())))
     lines = [f"{'command':<{width}}  {'n':>3}  {'median':>8}  {'min':>8}  {'max':>8}  "
              f"{'throughput':>11}  {'x limit':>7}  hash"]
@@ -338,16 +345,16 @@ def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None) -
         n = f"{r.n}" + (f"+{r.failed}!" if r.failed else "")
         label = r.label if len(r.label) <= width else r.label[: width - 1] + "…"
         lines.append(f"{label:<{width}}  {n:>3}  {sec(r.median_s):>8}  {sec(r.min_s):>8}  "
-                     f"{sec(r.max_s):>8}  {format_rate(r.throughput_Bps):>11}  {shown:>7}  {r.hash}")
+                     f"{sec(r.max_s):>8}  {format_rate(r.median_Bps):>11}  {shown:>7}  {_hash_word(r.hash_ok_all)}")
     lines += ["", "x limit: the command's time / the speed limit in the same round, median over rounds "
                   "(fio: its own read runtime; its wall time above includes its start-up)"]
 
     def best(mask: Any) -> str:
-        t = table[mask & table["throughput_Bps"].notna()]
+        t = table[mask & table["median_Bps"].notna()]
         if not len(t):
             return "-"
         r = t.iloc[0]
-        return f"{r['label']}  {format_rate(r['throughput_Bps'])}  (median {sec(r['median_s'])})"
+        return f"{r['label']}  {format_rate(r['median_Bps'])}  (median {sec(r['median_s'])})"
 
     files = files_by_size(runs)
     for file in files:
@@ -362,7 +369,7 @@ def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None) -
     lines.append(f"best hasher:       {best(table['tool'] == 'hasher')}")
     lines.append(f"best b3sum:        {best(table['tool'] == 'b3sum')}")
     lines.append(f"cat:               {best(table['tool'] == 'cat')}")
-    for r in table[table["hash"] == "MISMATCH"].itertuples():
+    for r in table[table["hash_ok_all"].eq(False).fillna(False)].itertuples():
         lines.append(f"HASH MISMATCH:     {r.label}")
     for r in table[table["failed"] > 0].itertuples():
         lines.append(f"FAILED RUNS:       {r.label}: {r.failed}")
@@ -376,10 +383,10 @@ def summary_json(runs: Any, cache: str, argv: dict[str, list[str]] | None = None
     """summary.json: the headline, the speed limit and every command's ratio to it, machine-readable."""
     ratios = limit_ratios(runs)
     commands = []
-    for r in per_command(runs).itertuples():
+    for r in command_stats(runs).itertuples():
         ratio = ratios.get(r.label)
         commands.append({"label": r.label, "tool": r.tool, "n": r.n, "failed": r.failed,
-                         "median_s": r.median_s, "min_s": r.min_s, "max_s": r.max_s, "hash": r.hash,
+                         "median_s": r.median_s, "min_s": r.min_s, "max_s": r.max_s, "hash": _hash_word(r.hash_ok_all),
                          "vs_limit": ratio.to_json() if ratio is not None else None})
     h = headline(runs, cache, argv)
     return {"interval": {"confidence": stats.CONFIDENCE, "method": INTERVAL_METHOD},

@@ -24,7 +24,8 @@ import pandas as pd
 import pytest
 
 from analysis.cli import main as report_main
-from analysis.load import command_stats, load_run, load_trace
+from analysis.load import load_run, load_trace
+from harness.results import command_stats
 
 REPO = Path(__file__).resolve().parent.parent
 RINGSUM = REPO / ".venv" / "bin" / "ringsum"

@@ -11,7 +11,7 @@ import pytest
 
 from harness.bench import main as bench_main
 from harness.bench import paired_builds
-from harness.results import per_command, read_runs
+from harness.results import command_stats, read_runs
 
 REPO = Path(__file__).resolve().parent.parent
 RINGSUM = REPO / ".venv" / "bin" / "ringsum"
@@ -56,7 +56,7 @@ def pair_run(tmp_path_factory) -> Path:
 
 
 def test_pairs_each_build_with_its_other_and_with_b3sum(pair_run):
-    stats = per_command(read_runs(pair_run)).set_index("label")
+    stats = command_stats(read_runs(pair_run)).set_index("label")
     (row,) = paired_builds(pair_run)
     assert row["command"] == "uring_b3sum bs=512K qd=4 buf=4"
     assert row["other"] == "BLAKE3's join" and row["n"] == 3

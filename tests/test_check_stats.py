@@ -12,7 +12,7 @@ from xml.etree import ElementTree as ET
 import numpy as np
 import pytest
 
-from harness import baseline, check
+from harness import baseline, check, check_load, check_report, instructions
 from harness.results import RunRecord, RunsWriter
 
 MIB8 = 8 << 20
@@ -87,7 +87,7 @@ def test_slow_stretch_hitting_both_is_no_change_by_cat(tmp_path: Path) -> None:
     regression, the verdict (÷cat, same round) says no change."""
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     cur = write_run(tmp_path / "c", rounds([w * 2 for w in STEADY], [w * 2 for w in CAT]))
-    report = check.compare(check.load_run(base), check.load_run(cur), check.Settings())
+    report = check.compare(check_load.load_run(base), check_load.load_run(cur), check.Settings())
     c = next(c for c in report.comparisons if c.label == HASHER)
     assert c.primary == "cat" and c.verdict == check.NO_CHANGE
     assert check.decide(c.estimates["raw"].low, c.estimates["raw"].high, 0.05) == check.REGRESSION
@@ -98,31 +98,31 @@ def test_slow_stretch_hitting_both_is_no_change_by_cat(tmp_path: Path) -> None:
 def test_slower_hasher_is_a_regression_and_faster_an_improvement(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     slow = write_run(tmp_path / "s", rounds([w * 1.5 for w in STEADY], CAT))
-    report = check.compare(check.load_run(base), check.load_run(slow), check.Settings())
+    report = check.compare(check_load.load_run(base), check_load.load_run(slow), check.Settings())
     assert verdicts(report)[HASHER] == check.REGRESSION and report.exit_code == 1
-    report = check.compare(check.load_run(slow), check.load_run(base), check.Settings())
+    report = check.compare(check_load.load_run(slow), check_load.load_run(base), check.Settings())
     assert verdicts(report)[HASHER] == check.IMPROVEMENT and report.exit_code == 0
 
 
 def test_fingerprint_mismatch_needs_a_reference(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, None), fingerprint="fp1")
     other = write_run(tmp_path / "o", rounds(STEADY, None), fingerprint="fp2")
-    report = check.compare(check.load_run(base), check.load_run(other), check.Settings())
+    report = check.compare(check_load.load_run(base), check_load.load_run(other), check.Settings())
     assert verdicts(report)[HASHER] == check.NOT_COMPARABLE and report.exit_code == 2
     assert "fingerprints differ" in report.notes[0]
     # with cat in both runs the verdict rests on ÷cat and raw is n/a
     base = write_run(tmp_path / "b2", rounds(STEADY, CAT), fingerprint="fp1")
     other = write_run(tmp_path / "o2", rounds(STEADY, CAT), fingerprint="fp2")
-    report = check.compare(check.load_run(base), check.load_run(other), check.Settings())
+    report = check.compare(check_load.load_run(base), check_load.load_run(other), check.Settings())
     c = next(c for c in report.comparisons if c.label == HASHER)
     assert c.verdict == check.NO_CHANGE and "raw" not in c.estimates and report.exit_code == 0
-    assert "n/a" in check.format_table(report)
+    assert "n/a" in check_report.format_table(report)
 
 
 def test_too_few_runs_is_exit_2(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     short = write_run(tmp_path / "c", rounds(STEADY[:2], CAT[:2]))
-    report = check.compare(check.load_run(base), check.load_run(short), check.Settings())
+    report = check.compare(check_load.load_run(base), check_load.load_run(short), check.Settings())
     assert verdicts(report)[HASHER] == check.TOO_FEW and report.exit_code == 2
 
 
@@ -130,12 +130,12 @@ def test_wrong_hash_or_failure_is_failed_exit_1(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     recs = rounds(STEADY, CAT)
     recs[2].hash_ok = False
-    report = check.compare(check.load_run(base), check.load_run(write_run(tmp_path / "c", recs)),
+    report = check.compare(check_load.load_run(base), check_load.load_run(write_run(tmp_path / "c", recs)),
                            check.Settings())
     assert verdicts(report)[HASHER] == check.FAILED and report.exit_code == 1
     recs = rounds(STEADY, CAT)
     recs[1].exit_code, recs[1].wall_s = None, None
-    report = check.compare(check.load_run(base), check.load_run(write_run(tmp_path / "d", recs)),
+    report = check.compare(check_load.load_run(base), check_load.load_run(write_run(tmp_path / "d", recs)),
                            check.Settings())
     assert verdicts(report)[HASHER] == check.FAILED and report.exit_code == 1
 
@@ -143,7 +143,7 @@ def test_wrong_hash_or_failure_is_failed_exit_1(tmp_path: Path) -> None:
 def test_commands_in_one_run_only_are_listed_not_failed(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT) + rounds(STEADY, None, label="old one"))
     cur = write_run(tmp_path / "c", rounds(STEADY, CAT) + rounds(STEADY, None, label="new one"))
-    report = check.compare(check.load_run(base), check.load_run(cur), check.Settings())
+    report = check.compare(check_load.load_run(base), check_load.load_run(cur), check.Settings())
     v = verdicts(report)
     assert v["old one"] == check.ONLY_BASELINE and v["new one"] == check.ONLY_CURRENT
     assert report.exit_code == 0
@@ -153,9 +153,9 @@ def test_junit_and_markdown(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT) + rounds(STEADY, None, label="steady one"))
     cur = write_run(tmp_path / "c", rounds([w * 2 for w in STEADY], CAT)
                     + rounds(STEADY, None, label="steady one"))
-    report = check.compare(check.load_run(base), check.load_run(cur), check.Settings())
+    report = check.compare(check_load.load_run(base), check_load.load_run(cur), check.Settings())
     md, xml = tmp_path / "out" / "check.md", tmp_path / "out" / "junit.xml"
-    check.write_outputs(report, md, xml)
+    check_report.write_outputs(report, md, xml)
     suite = ET.parse(xml).getroot().find("testsuite")
     assert suite is not None
     cases = {c.get("name"): c for c in suite.findall("testcase")}
@@ -174,9 +174,9 @@ def test_junit_and_markdown(tmp_path: Path) -> None:
 def test_instruction_counts_compare_with_tolerance() -> None:
     base = {"counter": "callgrind", "file_size": 1, "counts": {"a": 1000, "b": 1000, "c": 1000}}
     now = {"counter": "callgrind", "file_size": 1, "counts": {"a": 1005, "b": 1100, "c": 900}}
-    got = {i.variant: i.verdict for i in check.compare_instructions(base, now, 0.01)}
+    got = {i.variant: i.verdict for i in instructions.compare_instructions(base, now, 0.01)}
     assert got == {"a": check.NO_CHANGE, "b": check.REGRESSION, "c": check.IMPROVEMENT}
-    assert all(i.verdict == check.NOT_COMPARABLE for i in check.compare_instructions(None, now, 0.01))
+    assert all(i.verdict == check.NOT_COMPARABLE for i in instructions.compare_instructions(None, now, 0.01))
 
 
 def test_baseline_save_and_find(tmp_path: Path) -> None:
@@ -194,7 +194,7 @@ def test_baseline_save_and_find(tmp_path: Path) -> None:
 
 
 def ringsum(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "ringsum", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_cli_exit_codes(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness import cache
-from harness.run import prepare_argv
+from harness.execute import prepare_argv
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="dropping the page cache needs root")
 
@@ -72,7 +72,7 @@ def test_prepare_helper_drop_and_warm_log(random_file, tmp_path: Path):
 
 
 def test_drop_refused_without_root(monkeypatch, tmp_path: Path):
-    from harness import cli
+    from ringsum import cli
 
     monkeypatch.setattr(cache, "is_root", lambda: False)
     cfg = tmp_path / "c.toml"

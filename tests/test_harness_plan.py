@@ -13,8 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.config import ConfigError, load_config, parse_config
-from harness.plan import FileSpec, PlanError, build_plan, estimate
-from harness.run import round_orders
+from harness.plan import FileSpec, PlanError, build_plan, estimate, round_orders
 
 REPO = Path(__file__).resolve().parent.parent
 F = FileSpec("/data/f.bin", 1 << 30)
@@ -155,7 +154,7 @@ def test_shipped_config_estimates_fit_their_budget():
 
 
 def test_plan_cli_prints_commands_and_estimate():
-    out = subprocess.run([sys.executable, "-m", "harness", "plan", str(REPO / "configs" / "ci.toml")],
+    out = subprocess.run([sys.executable, "-m", "ringsum", "plan", str(REPO / "configs" / "ci.toml")],
                          capture_output=True, text=True, check=True).stdout
     assert "estimated duration:" in out
     assert "timed executions" in out

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import tune
+from harness import tune, tune_space
 from harness.config import parse_config
-from harness.plan import build_plan
+from harness.plan import FileSpec, build_plan
 from harness.results import read_runs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,7 +49,7 @@ def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def ringsum(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "ringsum", *args], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=300)
 
 
@@ -99,7 +99,7 @@ def test_winner_is_the_fastest_finalist_or_the_tie_break_pick(tuned):
     assert len(medians) >= 2
     tuned_toml = (tuned["dir"] / "tuned.toml").read_text()
     config = parse_config(tuned_toml, "tuned.toml")
-    plan = build_plan(config, [tune.FileSpec(str(tuned["file"]), 16 << 20)])
+    plan = build_plan(config, [FileSpec(str(tuned["file"]), 16 << 20)])
     (winner,) = [c for c in plan.commands if c.tool == "hasher"]  # warm mode adds b3sum for the limit
     # Tied with the fastest: the per-round ratio's interval contains 1; with at most 5 rounds that
     # interval is the ratios' min to max (harness/stats.py).
@@ -177,7 +177,7 @@ def simulated(space: tune.Space, noise: float = 0.0, seed: int = 1) -> tune.Meas
 
 @pytest.fixture(scope="module")
 def default_space() -> tune.Space:
-    return tune.load_space(tune.DEFAULT_SPACE, file="/nonexistent/ringsum-tune.bin", size=1 << 30)
+    return tune_space.load_space(tune_space.DEFAULT_SPACE, file="/nonexistent/ringsum-tune.bin", size=1 << 30)
 
 
 def test_default_space_coarse_grid_and_neighbours(default_space):
@@ -240,7 +240,8 @@ def test_errors_are_one_line(args, needle, tmp_path):
 
 
 def test_cold_mode_needs_root(monkeypatch, tmp_path, capsys):
-    from harness import cache, cli
+    from harness import cache
+    from ringsum import cli
 
     monkeypatch.setattr(cache, "is_root", lambda: False)
     assert cli.main(["tune", "--size", "1M", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 2

@@ -128,7 +128,7 @@ def _fraction_arg(s: str) -> float:
 
 
 def _add_check_parsers(sub: Any) -> None:
-    from harness import check
+    from harness import check, instructions
 
     c = sub.add_parser("check", help=_HEAVY["check"])
     against = c.add_mutually_exclusive_group()
@@ -172,7 +172,7 @@ def _add_check_parsers(sub: Any) -> None:
     i = sub.add_parser("instructions", help=_HEAVY["instructions"])
     i.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
     i.add_argument("--file", metavar="PATH", help="file to hash (default: a random file of --size)")
-    i.add_argument("--size", type=_size_arg, default=check.INSTRUCTION_FILE_SIZE, metavar="SIZE",
+    i.add_argument("--size", type=_size_arg, default=instructions.INSTRUCTION_FILE_SIZE, metavar="SIZE",
                    help="size of the generated file (default 64M)")
     i.add_argument("--save", metavar="RUN_DIR", help="write RUN_DIR/instructions.json for later checks")
 
@@ -182,10 +182,11 @@ def _cmd_plan(a: argparse.Namespace) -> int:
 
     from harness.files import describe
     from harness.probe import HasherRejects, check_hashers
-    from harness.run import LONG_PLAN_S, Options, _apply_overrides, resolve_files
+    from harness.files import resolve_files
+    from harness.run import LONG_PLAN_S, Options, apply_overrides
 
     opts = Options(config_path=a.config, rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir)
-    config = _apply_overrides(load_config(a.config), opts)
+    config = apply_overrides(load_config(a.config), opts)
     files = resolve_files(config, a.file, a.size, a.dir)
     plan = build_plan(config, files)
     est = estimate(plan, config)
@@ -263,8 +264,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
 def _cmd_check(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from harness import baseline, check, sysinfo
-    from harness.config import BASELINE_PREFIX
+    from harness import baseline, check, check_load, check_report, instructions, sysinfo
+    from harness.config_schema import BASELINE_PREFIX
 
     settings = check.Settings(threshold=a.threshold, confidence=a.confidence, resamples=a.resamples,
                               min_runs=a.min_runs)
@@ -284,29 +285,29 @@ def _cmd_check(a: argparse.Namespace) -> int:
         current_dir, _code = check.measure(opts)  # failed executions become "failed" verdicts
     else:
         current_dir = Path(a.current)
-    current = check.load_run(current_dir)
+    current = check_load.load_run(current_dir)
     if base_dir is None:
-        if not check.is_ab_run(current):
+        if not check_load.is_ab_run(current):
             raise check.CheckError(f"{current_dir}: not an A/B run (no {BASELINE_PREFIX} commands); give --baseline")
-        base, current = check.split_ab(current)
+        base, current = check_load.split_ab(current)
     else:
-        base = check.load_run(base_dir)
+        base = check_load.load_run(base_dir)
     report = check.compare(base, current, settings)
     if a.instructions:
-        now = check.instructions_now(Path(a.bin_dir) if a.bin_dir else None)
-        before = (check.instructions_now(Path(a.against)) if a.against else
-                  check.read_instructions(base_dir) if base_dir else None)
+        now = instructions.instructions_now(Path(a.bin_dir) if a.bin_dir else None)
+        before = (instructions.instructions_now(Path(a.against)) if a.against else
+                  instructions.read_instructions(base_dir) if base_dir else None)
         report.instruction_tolerance = a.instruction_tolerance
-        report.instructions = check.compare_instructions(before, now, a.instruction_tolerance)
-    print(check.format_table(report), end="")
-    check.write_outputs(report, Path(a.markdown) if a.markdown else None, Path(a.junit) if a.junit else None)
+        report.instructions = instructions.compare_instructions(before, now, a.instruction_tolerance)
+    print(check_report.format_table(report), end="")
+    check_report.write_outputs(report, Path(a.markdown) if a.markdown else None, Path(a.junit) if a.junit else None)
     return report.exit_code
 
 
 def _cmd_baseline(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from harness import baseline, check, results
+    from harness import baseline, instructions, results
 
     if a.baseline_cmd == "list":
         for b in baseline.list_baselines():
@@ -314,8 +315,8 @@ def _cmd_baseline(a: argparse.Namespace) -> int:
         return 0
     dest = baseline.save(Path(a.run_dir), a.name, replace=a.replace)
     if a.instructions:
-        counts = check.instructions_now(Path(a.bin_dir) if a.bin_dir else None)
-        results.write_json_atomic(dest / check.INSTRUCTIONS_JSON, counts)
+        counts = instructions.instructions_now(Path(a.bin_dir) if a.bin_dir else None)
+        results.write_json_atomic(dest / instructions.INSTRUCTIONS_JSON, counts)
     print(dest)
     return 0
 
@@ -323,15 +324,15 @@ def _cmd_baseline(a: argparse.Namespace) -> int:
 def _cmd_instructions(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from harness import check, results
+    from harness import instructions, results
 
-    counts = check.instructions_now(Path(a.bin_dir) if a.bin_dir else None,
+    counts = instructions.instructions_now(Path(a.bin_dir) if a.bin_dir else None,
                                     Path(a.file) if a.file else None, a.size)
     for variant, n in counts["counts"].items():
         print(f"{variant:<30} {n:>14}")
     print(f"({counts['counter']}, {format_size(counts['file_size'])} file)")
     if a.save:
-        results.write_json_atomic(Path(a.save) / check.INSTRUCTIONS_JSON, counts)
+        results.write_json_atomic(Path(a.save) / instructions.INSTRUCTIONS_JSON, counts)
     return 0
 
 
@@ -346,7 +347,7 @@ def _minutes_arg(s: str) -> float:
 
 
 def _add_tune_parser(sub: Any) -> None:
-    from harness.tune import DEFAULT_SPACE
+    from harness.tune_space import DEFAULT_SPACE
 
     t = sub.add_parser("tune", help=_HEAVY["tune"])
     t.add_argument("--space", default=str(DEFAULT_SPACE), metavar="CONFIG",
@@ -368,10 +369,10 @@ def _add_tune_parser(sub: Any) -> None:
 def _cmd_tune(a: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from harness import tune
+    from harness import tune, tune_space
 
     try:
-        space = tune.load_space(a.space, a.file, a.size, a.dir, a.warm, a.bin_dir, a.variant)
+        space = tune_space.load_space(a.space, a.file, a.size, a.dir, a.warm, a.bin_dir, a.variant)
         grid = a.compare_full_grid
         return tune.tune(space, Path(a.out), a.budget * 60 if a.budget else None, a.install,
                          compare=grid is not None, grid_run_dir=Path(grid) if grid else None)
@@ -401,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     from harness.check import CheckError
     from harness.files import FileError
     from harness.knobs import KnobsError
-    from harness.run import SetupError
+    from harness.preflight import SetupError
     from harness.state import StateError
 
     try:

@@ -1,0 +1,204 @@
+"""The run directory: made for a new run, reopened for --resume, closed with the summary (the layout
+is in run.py)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import re
+import secrets
+import socket
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness import results as res
+from harness import sysinfo, verdict
+from harness.config import load_config
+from harness.execute import RunState
+from harness.files import ensure_file
+from harness.plan import Command, FileSpec, Plan, round_orders
+from harness.preflight import SetupError, b3sum_reference, check_binaries, check_cache_mode, required_tools
+from harness.progress import log
+from harness.results import iso, utcnow
+
+if TYPE_CHECKING:
+    from harness.run import Options, Validated
+
+
+def host_name() -> str:
+    return re.sub(r"[^A-Za-z0-9.-]+", "-", socket.gethostname()) or "host"
+
+
+def new_run_dir(out: Path) -> Path:
+    base = f"{utcnow().strftime('%Y%m%dT%H%M%SZ')}-{host_name()}"
+    d = out / base
+    n = 2
+    while d.exists():
+        d, n = out / f"{base}-{n}", n + 1
+    d.mkdir(parents=True)
+    (d / "raw").mkdir()
+    (d / "traces").mkdir()
+    return d
+
+
+def append_csv_row(path: Path, header: list[str], row: dict[str, Any]) -> None:
+    new = not path.exists() or path.stat().st_size == 0
+    res.repair_csv(path)
+    with open(path, "a", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=header, lineterminator="\n")
+        if new:
+            w.writeheader()
+        w.writerow(row)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+TRACE_INDEX_COLUMNS = ["label", "file", "trace", "exit_code", "hash_ok"]
+
+
+def read_trace_index(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    text = path.read_text(encoding="utf-8")
+    text = text[: text.rfind("\n") + 1]
+    return list(csv.DictReader(text.splitlines()))
+
+
+def prepare_new_run(opts: Options, v: Validated) -> RunState:
+    assert opts.config_path is not None
+    config, files, plan, tools = v.config, v.files, v.plan, v.tools
+    for f in files:
+        ensure_file(f, log)
+
+    run_dir = new_run_dir(Path(opts.out))
+    (run_dir / "config.toml").write_text(Path(opts.config_path).read_text(encoding="utf-8"))
+    seed = config.run.seed if config.run.seed is not None else secrets.randbits(32)
+    orders = round_orders([c.label for c in plan.commands], plan.rounds, plan.runs_per_round, seed)
+    res.write_json_atomic(run_dir / res.PLAN_JSON, {
+        "seed": seed, "rounds": plan.rounds, "runs_per_round": plan.runs_per_round,
+        "cache": plan.cache, "files": [dataclasses.asdict(f) for f in files],
+        "commands": [c.to_json() for c in plan.commands], "orders": orders, "notes": plan.notes,
+    })
+    log(f"run directory: {run_dir}")
+    ref = {f.path: b3sum_reference(tools["b3sum"], f.path, config.run.timeout_s) for f in files}
+    info = sysinfo.sysinfo(files[0].path, config.bin_dir())
+    meta = {
+        "config": config.to_json(), "options": dataclasses.asdict(opts),
+        "fingerprint": info["fingerprint"], "versions": info["versions"],
+        "git_commit": info["git_commit"], "git_dirty": info["git_dirty"],
+        "git_errors": info["git_errors"],
+        "started_at": iso(utcnow()), "finished_at": None, "resumed_at": [],
+        "files": [{"path": f.path, "size": f.size, "b3sum": ref[f.path]} for f in files],
+        "speed_limit": None, "seed": seed, "tools": tools, "python": sys.executable,
+    }
+    res.write_json_atomic(run_dir / res.META_JSON, meta)
+    return RunState(run_dir=run_dir, config=config, plan=plan, orders=orders, seed=seed,
+                    tools=tools, ref_hash=ref)
+
+
+def finished_at(run_dir: Path) -> str | None:
+    """When a run directory's run finished (None: it did not, so --resume goes on with it)."""
+    meta_p, plan_p = run_dir / res.META_JSON, run_dir / res.PLAN_JSON
+    if not meta_p.is_file() or not plan_p.is_file():
+        raise SetupError(f"{run_dir}: not a run directory (meta.json and plan.json needed)")
+    return res.read_json(meta_p).get("finished_at")
+
+
+def prepare_resume(opts: Options) -> RunState | None:
+    """The state to go on with, or None when the run has finished (it is then left untouched)."""
+    run_dir = Path(opts.resume or "")
+    meta_p, plan_p = run_dir / res.META_JSON, run_dir / res.PLAN_JSON
+    if finished_at(run_dir):
+        return None
+    meta, pj = res.read_json(meta_p), res.read_json(plan_p)
+    saved = meta["config"]
+    config = load_config(run_dir / "config.toml")
+    config = dataclasses.replace(config, path=saved["path"])
+    run_over = saved["run"]
+    config = dataclasses.replace(config, run=dataclasses.replace(
+        config.run, rounds=run_over["rounds"], cache=run_over["cache"], bin_dir=run_over["bin_dir"],
+        seed=pj["seed"]))
+    if opts.config_path and Path(opts.config_path).resolve() != (run_dir / "config.toml").resolve():
+        log(f"note: --resume uses the config saved in {run_dir}/config.toml, not {opts.config_path}")
+    files = [FileSpec(**f) for f in pj["files"]]
+    plan = Plan(commands=[Command.from_json(c) for c in pj["commands"]], files=files,
+                rounds=pj["rounds"], runs_per_round=pj["runs_per_round"], cache=pj["cache"],
+                notes=pj.get("notes", []))
+    check_cache_mode(plan.cache)
+    tools = required_tools(plan)
+    check_binaries(plan)
+    ref = {}
+    for f, saved_file in zip(files, meta["files"]):
+        if not Path(f.path).is_file() or Path(f.path).stat().st_size != f.size:
+            raise SetupError(f"test file {f.path} is missing or changed size since the run started")
+        ref[f.path] = b3sum_reference(tools["b3sum"], f.path, config.run.timeout_s)
+        if ref[f.path] != saved_file["b3sum"]:
+            raise SetupError(f"test file {f.path} changed since the run started (b3sum differs)")
+    fp = sysinfo.fingerprint(files[0].path)
+    if fp["fingerprint_id"] != meta["fingerprint"].get("fingerprint_id"):
+        log("WARNING: resuming on a different machine fingerprint "
+             f"({fp['fingerprint_id']} != {meta['fingerprint'].get('fingerprint_id')})")
+    meta.setdefault("resumed_at", []).append(iso(utcnow()))
+    meta["finished_at"] = None
+    res.write_json_atomic(meta_p, meta)
+    log(f"resuming run directory: {run_dir}")
+    return RunState(run_dir=run_dir, config=config, plan=plan, orders=pj["orders"], seed=pj["seed"],
+                    tools=tools, ref_hash=ref)
+
+
+def record_settings(run_dir: Path, settings: list[dict]) -> None:
+    """What the run changed on the machine, and back to what, kept with the results (a resume adds its own)."""
+    meta = res.read_json(run_dir / res.META_JSON)
+    meta.setdefault("system_settings", []).append({"at": iso(utcnow()), "settings": settings})
+    res.write_json_atomic(run_dir / res.META_JSON, meta)
+
+
+def stopped(state: RunState, reason: str) -> int:
+    """The sweep stopped before its end: say why, keep every recorded row, tell how to go on."""
+    done = len(res.read_records(state.run_dir / res.RUNS_CSV))
+    try:
+        meta = res.read_json(state.run_dir / res.META_JSON)
+        meta.setdefault("stopped", []).append({"at": iso(utcnow()), "reason": reason, "executions_recorded": done})
+        res.write_json_atomic(state.run_dir / res.META_JSON, meta)
+    except OSError:
+        pass  # the disk is full: the message below still says it all
+    log(f"ringsum: stopped: {reason}; {done} executions are recorded in {state.run_dir / res.RUNS_CSV}; "
+         f"fix that, then finish with: ringsum run --resume {state.run_dir}")
+    return 1
+
+
+def finish(state: RunState) -> int:
+    run_dir = state.run_dir
+    df = res.read_runs(run_dir / res.RUNS_CSV)
+    cache = state.plan.cache
+    meta = res.read_json(run_dir / res.META_JSON)
+    meta["speed_limit"] = verdict.meta_speed_limit(df, cache)
+    meta["finished_at"] = iso(utcnow())
+    meta["outcome"] = {"hash_mismatches": state.mismatches, "failures": state.failures,
+                       "warnings": state.warnings[:200]}
+    res.write_json_atomic(run_dir / res.META_JSON, meta)
+    argv = {c.label: list(c.argv) for c in state.plan.commands}
+    res.write_json_atomic(run_dir / res.SUMMARY_JSON, verdict.summary_json(df, cache, argv))
+    summary = verdict.summarize(df, cache, argv)
+    (run_dir / res.SUMMARY_TXT).write_text(summary)
+    print(summary, end="")
+    print(f"run directory: {run_dir}")
+    for what, text in verdict.headline(df, cache).items():
+        if what == "FINDING":
+            log(f"ringsum: FINDING: {text}")
+    resident_warn = [w for w in state.warnings if "resident" in w]
+    if resident_warn:
+        log(f"WARNING: {len(resident_warn)} runs started with the file (partly) in the page cache; "
+             f"first: {resident_warn[0]}")
+    code = 0
+    if state.failures:
+        log(f"ringsum: {len(state.failures)} executions failed: " + "; ".join(state.failures[:5]))
+        code = 1
+    if state.mismatches:
+        log("!" * 72)
+        log("ringsum: HASH MISMATCH against the official b3sum: " + "; ".join(state.mismatches[:10]))
+        log("!" * 72)
+        code = 1
+    return code

@@ -1,0 +1,53 @@
+"""The package layout the code promises: small modules, and imports in one direction only:
+ringsum (the command line) -> analysis -> harness. Static (every import statement, lazy ones in
+functions included) and dynamic (what importing each module really loads)."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+MAX_LINES = 450
+# package -> the packages it must never import
+FORBIDDEN = {"harness": ("analysis", "ringsum"), "analysis": ("ringsum",)}
+
+
+def modules(package: str) -> list[Path]:
+    return sorted((REPO / package).glob("*.py"))
+
+
+def imported(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("package", ["harness", "analysis", "ringsum"])
+def test_no_module_over_the_line_limit(package):
+    long = {p.name: n for p in modules(package) if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"{package}: modules over {MAX_LINES} lines: {long}"
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_imports_go_one_way_statically(package):
+    bad = {f"{p.name}: {name}" for p in modules(package) for name in imported(p)
+           if name.split(".")[0] in FORBIDDEN[package]}
+    assert not bad, f"{package} must not import {FORBIDDEN[package]}: {sorted(bad)}"
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_imports_go_one_way_when_loaded(package):
+    names = [f"{package}.{p.stem}" for p in modules(package) if p.stem not in ("__main__",)]
+    code = ("import importlib, sys\n"
+            f"for n in {names!r}: importlib.import_module(n)\n"
+            f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN[package]!r})\n"
+            "print(' '.join(bad)); sys.exit(1 if bad else 0)\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"importing {package} loaded {r.stdout.strip()}{r.stderr[-500:]}"
