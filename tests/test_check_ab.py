@@ -106,7 +106,7 @@ def test_pooled_figure_without_common_rounds_is_too_few() -> None:
 
 
 def _ringsum(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ringsum", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=300)
 
 

@@ -50,7 +50,7 @@ fio = { bs = "512K", iodepth = 4, direct = true }
 
 
 def ringsum(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ringsum", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=REPO)
 
 

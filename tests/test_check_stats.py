@@ -194,7 +194,7 @@ def test_baseline_save_and_find(tmp_path: Path) -> None:
 
 
 def ringsum(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ringsum", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=60)
 
 
 def test_cli_exit_codes(tmp_path: Path) -> None:

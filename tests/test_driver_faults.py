@@ -31,7 +31,7 @@ def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def ringsum_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "ringsum", *args]
+    return [sys.executable, "-m", "harness", *args]
 
 
 def ringsum(*args: str, env: dict[str, str] | None = None, timeout: float = 180) -> subprocess.CompletedProcess[str]:

@@ -46,7 +46,7 @@ def _env(state: Path) -> dict[str, str]:
 
 
 def ringsum(*args: str, state: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ringsum", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
                           env=_env(state), timeout=300)
 
 

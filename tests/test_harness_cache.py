@@ -72,7 +72,7 @@ def test_prepare_helper_drop_and_warm_log(random_file, tmp_path: Path):
 
 
 def test_drop_refused_without_root(monkeypatch, tmp_path: Path):
-    from ringsum import cli
+    from harness import cli
 
     monkeypatch.setattr(cache, "is_root", lambda: False)
     cfg = tmp_path / "c.toml"

@@ -142,13 +142,13 @@ def test_cli_reports_config_errors_before_running(tmp_path: Path):
     bad = tmp_path / "bad.toml"
     bad.write_text('[[hashers]]\nvariant = "b"\nqueue_depth = "four"\n')
     for sub in ("plan", "run"):
-        p = subprocess.run([sys.executable, "-m", "ringsum", sub, str(bad), "--out", str(tmp_path / "r")]
-                           if sub == "run" else [sys.executable, "-m", "ringsum", sub, str(bad)],
+        p = subprocess.run([sys.executable, "-m", "harness", sub, str(bad), "--out", str(tmp_path / "r")]
+                           if sub == "run" else [sys.executable, "-m", "harness", sub, str(bad)],
                            capture_output=True, text=True, cwd=tmp_path)
         assert p.returncode == 2, p.stderr
         assert p.stderr.strip() == (f'ringsum: {bad}: hashers[0].queue_depth: expected a positive '
                                     f'integer, got "four"')
     assert not (tmp_path / "r").exists()  # nothing ran
-    p = subprocess.run([sys.executable, "-m", "ringsum", "plan", str(tmp_path / "nope.toml")],
+    p = subprocess.run([sys.executable, "-m", "harness", "plan", str(tmp_path / "nope.toml")],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "nope.toml: config file not found" in p.stderr

@@ -154,7 +154,7 @@ def test_shipped_config_estimates_fit_their_budget():
 
 
 def test_plan_cli_prints_commands_and_estimate():
-    out = subprocess.run([sys.executable, "-m", "ringsum", "plan", str(REPO / "configs" / "ci.toml")],
+    out = subprocess.run([sys.executable, "-m", "harness", "plan", str(REPO / "configs" / "ci.toml")],
                          capture_output=True, text=True, check=True).stdout
     assert "estimated duration:" in out
     assert "timed executions" in out

@@ -75,7 +75,7 @@ def fake_hasher(path: Path, wrong: str = "never", sleep: int = 0) -> Path:
 
 
 def ringsum(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ringsum", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
                           cwd=cwd, timeout=timeout)
 
 
@@ -345,7 +345,7 @@ def _bin_dir_for_ci(tmp_path: Path) -> Path:
 def test_resume_after_sigkill(tmp_path: Path):
     bins = _bin_dir_for_ci(tmp_path)
     out = tmp_path / "results"
-    args = [sys.executable, "-m", "ringsum", "run", str(REPO / "configs" / "ci.toml"), "--size", "2M",
+    args = [sys.executable, "-m", "harness", "run", str(REPO / "configs" / "ci.toml"), "--size", "2M",
             "--dir", str(tmp_path), "--out", str(out), "--bin-dir", str(bins), *MODE_ARGS]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     runs_csv = None
@@ -398,7 +398,7 @@ def test_second_run_waits_for_the_first(tmp_path: Path):
         fcntl.flock(f, fcntl.LOCK_EX)
         cfg = tmp_path / "c.toml"
         cfg.write_text("[run]\nrounds = 1\n[baselines]\nlimit = false\ncat = true\n")
-        proc = subprocess.Popen([sys.executable, "-m", "ringsum", "run", str(cfg), "--size", "4K",
+        proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(cfg), "--size", "4K",
                                  "--dir", str(tmp_path), "--out", str(tmp_path / "r"), *MODE_ARGS],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # However slowly it starts on a loaded machine, it must say it waits, and then wait.

@@ -77,7 +77,7 @@ def test_a_real_run_records_and_restores_free_page_reporting(tmp_path):
     before = FREE_PAGE_REPORTING.read()
     cfg = tmp_path / "c.toml"
     cfg.write_text("[run]\nrounds = 1\n[baselines]\nlimit = false\ncat = true\n")
-    p = subprocess.run([sys.executable, "-m", "ringsum", "run", str(cfg), "--size", "1M", "--dir", str(tmp_path),
+    p = subprocess.run([sys.executable, "-m", "harness", "run", str(cfg), "--size", "1M", "--dir", str(tmp_path),
                         "--out", str(tmp_path / "r")], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "RINGSUM_LOCK": str(tmp_path / "lock")})
     assert p.returncode == 0, p.stderr

@@ -42,7 +42,7 @@ def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def ringsum(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ringsum", *args], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, **(env or {})}, timeout=timeout)
 
 
@@ -178,7 +178,7 @@ def test_a_held_lock_names_its_holder_then_waits(tmp_path: Path, private_state: 
     (private_state / name).touch(mode=0o600)
     holder = hold_lock(private_state / name)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "ringsum", "run", str(config(tmp_path)), "--size", "4K",
+        proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(config(tmp_path)), "--size", "4K",
                                  "--dir", str(tmp_path), "--out", str(tmp_path / "r"), "--warm"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
         assert proc.stderr is not None
@@ -226,7 +226,7 @@ def test_a_user_runs_warm_with_their_own_state_and_is_refused_root_s_clearly(tmp
     work.mkdir()
     os.chown(work, user.uid, user.uid)
     cfg = config(work)
-    common = ["python", "-m", "ringsum", "run", str(cfg), "--size", "4K", "--dir", str(work), "--warm"]
+    common = ["python", "-m", "harness", "run", str(cfg), "--size", "4K", "--dir", str(work), "--warm"]
     p = user.run([*common, "--out", str(work / "r")], {})
     assert p.returncode == 0, p.stderr
     st = os.lstat(user.home / ".cache" / "ringsum")
@@ -329,7 +329,7 @@ def test_a_signal_ends_the_run_cleanly_and_resumably(tmp_path: Path, private_sta
     settings, and left having restored what it applied and forgotten itself."""
     cfg = slow_config(tmp_path)
     out = tmp_path / "r"
-    proc = subprocess.Popen([sys.executable, "-m", "ringsum", "run", str(cfg), "--size", "64K", "--dir",
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(cfg), "--size", "64K", "--dir",
                              str(tmp_path), "--out", str(out), "--warm"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
     deadline = time.monotonic() + 30

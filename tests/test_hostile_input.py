@@ -28,7 +28,7 @@ def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def ringsum(*args: str | bytes) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ringsum", *args], capture_output=True, text=True, cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, cwd=REPO,
                           timeout=300)
 
 

@@ -38,7 +38,7 @@ def test_knobs_json_matches_help_and_parsing():
 
 
 def test_missing_binary_is_one_line_error(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "ringsum", "knobs", "--bin-dir", str(tmp_path)],
+    result = subprocess.run([sys.executable, "-m", "harness", "knobs", "--bin-dir", str(tmp_path)],
                             capture_output=True, text=True, cwd=REPO_ROOT)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "not found; build the hashers first" in result.stderr, result.stderr
@@ -88,7 +88,7 @@ def test_commands_any_program_as_a_baseline(tmp_path):
 
     config = tmp_path / "commands.toml"
     config.write_text(COMMANDS)
-    result = subprocess.run([sys.executable, "-m", "ringsum", "run", str(config), "--dir", str(tmp_path), "--out",
+    result = subprocess.run([sys.executable, "-m", "harness", "run", str(config), "--dir", str(tmp_path), "--out",
                              str(tmp_path / "out"), "--warm"], capture_output=True, text=True, cwd=REPO_ROOT)
     assert result.returncode == 1, result.stderr  # the "wrong" command's hash is not BLAKE3's
     (run_dir,) = (tmp_path / "out").iterdir()

@@ -49,7 +49,7 @@ def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def ringsum(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ringsum", *args], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, **(env or {})}, timeout=300)
 
 
@@ -241,7 +241,7 @@ def test_errors_are_one_line(args, needle, tmp_path):
 
 def test_cold_mode_needs_root(monkeypatch, tmp_path, capsys):
     from harness import cache
-    from ringsum import cli
+    from harness import cli
 
     monkeypatch.setattr(cache, "is_root", lambda: False)
     assert cli.main(["tune", "--size", "1M", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 2

@@ -5,6 +5,10 @@ mismatch, failed executions); 2 usage, config or set-up error found before anyth
 130 ended by SIGINT, SIGTERM or SIGHUP (settings put back; resume with --resume). `ringsum check`:
 0 no regression; 1 a regression or a failed command; 2 could not compare (missing baseline, too
 few runs, no common reference, no hasher in both runs).
+
+The command line is the one module of `harness` that reaches into `analysis` (the report and
+collect commands, imported where they run): every other import goes analysis -> harness
+(tests/test_layout.py).
 """
 
 from __future__ import annotations
