@@ -10,26 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from test_check_ab import CONFIG as CHECK_CONFIG, MODE
+
 REPO = Path(__file__).resolve().parent.parent
-MODE = "cold" if os.geteuid() == 0 else "warm"
 
-CONFIG = """
-[run]
-rounds = 3
-cache = "warm"
-probe_cache = "@MODE@"
-probes = 3
-file = "@FILE@"
-timeout_s = 30
-
-[[hashers]]
-variant = "liburing_b3sum_singlethread"
-block_size = "128K"
-queue_depth = 8
-
-[baselines]
-limit = false
-"""
+CONFIG = CHECK_CONFIG.replace("rounds = 6", "rounds = 3")  # the A/B test's single-thread config, 3 rounds
 
 
 def test_power_study_catches_depth1_and_not_an_identical_build(tmp_path: Path) -> None:
