@@ -20,7 +20,7 @@ from harness.verdict import SpeedLimit
 RUNS_CSV = harness_results.RUNS_CSV
 META_JSON = harness_results.META_JSON
 PLAN_JSON = harness_results.PLAN_JSON
-TRACE_INDEX = "traces/index.csv"
+TRACE_INDEX = harness_results.TRACE_INDEX_CSV
 
 
 
@@ -85,7 +85,7 @@ def _read_json(path: Path) -> dict:
 
 
 def _read_trace_index(path: Path) -> pd.DataFrame:
-    columns = ["label", "file", "trace", "exit_code", "hash_ok"]
+    columns = harness_results.TRACE_INDEX_COLUMNS
     if not path.exists():
         return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
     try:

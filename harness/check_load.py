@@ -97,7 +97,7 @@ def load_run(path: str | Path) -> RunData:
         if st["mismatches"]:
             failures[label] = f"hash mismatch in {st['mismatches']} of {len(g)} executions"
         elif st["failed"]:
-            failures[label] = f"{st['failed']} of {len(g)} executions failed: {g[~ok_mask[g.index]]['error'].iloc[0]}"
+            failures[label] = f"{st['failed']} of {len(g)} executions failed: {st['first_error']}"
         ok = g[ok_mask[g.index]]
         keys = list(zip(ok["file"].astype(str), ok["round"].astype(int)))
         wall = ok["wall_s"].to_numpy(dtype=float)

@@ -20,6 +20,8 @@ from harness.knobs import load_knobs
 RUNS_CSV = "runs.csv"
 META_JSON = "meta.json"
 PLAN_JSON = "plan.json"
+TRACE_INDEX_CSV = "traces/index.csv"  # one row per traced hasher configuration
+TRACE_INDEX_COLUMNS = ["label", "file", "trace", "exit_code", "hash_ok"]
 SUMMARY_TXT = "summary.txt"
 SUMMARY_JSON = "summary.json"
 
@@ -263,7 +265,8 @@ def command_stats(runs: Any) -> Any:
     one row per command label, in first-seen order: its identity and knobs, then n (successful
     executions), failed, mismatches (executions whose hash was wrong), min_s / median_s / max_s /
     mean_s of wall time and median_Bps of throughput over the successful executions only (NaN when
-    none succeeded), and hash_ok_all (True/False when the tool prints a hash, NA otherwise)."""
+    none succeeded), hash_ok_all (True/False when the tool prints a hash, NA otherwise) and
+    first_error (the error of its first failed execution, "" when none failed)."""
     import pandas as pd
 
     ok = succeeded(runs)
@@ -279,10 +282,11 @@ def command_stats(runs: Any) -> Any:
             "min_s": wall.min(), "median_s": wall.median(), "max_s": wall.max(), "mean_s": wall.mean(),
             "median_Bps": good["throughput_Bps"].astype("float64").median(),
             "hash_ok_all": bool(hashes.all()) if len(hashes) else pd.NA,
+            "first_error": str(g[~ok.loc[g.index]]["error"].iloc[0]) if len(good) < len(g) else "",
         })
         rows.append(row)
     stats = pd.DataFrame(rows, columns=identity + ["n", "failed", "mismatches", "min_s", "median_s", "max_s",
-                                                   "mean_s", "median_Bps", "hash_ok_all"])
+                                                   "mean_s", "median_Bps", "hash_ok_all", "first_error"])
     for c in identity:
         stats[c] = stats[c].astype(runs[c].dtype)
     for c in ("n", "failed", "mismatches"):

@@ -38,7 +38,7 @@ from harness.plan import FileSpec, Plan, build_plan, estimate, format_duration
 from harness.preflight import SetupError, check_binaries, check_cache_mode, check_paths, required_tools
 from harness.probe import HasherRejects, check_hashers
 from harness.progress import Progress, log
-from harness.rundir import (TRACE_INDEX_COLUMNS, append_csv_row, finish, finished_at, prepare_new_run,
+from harness.rundir import (append_csv_row, finish, finished_at, prepare_new_run,
                             prepare_resume, read_trace_index, record_settings, stopped)
 from harness.signals import EndingSignals, ending_signals_raise
 
@@ -211,7 +211,7 @@ def _measure(state: RunState, stream: TextIO, ending: EndingSignals) -> int:
     run_dir, plan = state.run_dir, state.plan
     by_label = {c.label: c for c in plan.commands}
     runs_csv = run_dir / res.RUNS_CSV
-    trace_index = run_dir / "traces" / "index.csv"
+    trace_index = run_dir / res.TRACE_INDEX_CSV
 
     done_rows = res.read_records(runs_csv)
     done = {(r.round, r.position) for r in done_rows}
@@ -246,7 +246,7 @@ def _measure(state: RunState, stream: TextIO, ending: EndingSignals) -> int:
                 check_space(run_dir)
                 row = traced_run(state, c, progress)
                 check_space(run_dir)  # filled meanwhile: the trace may be cut short, trace it again on resume
-                append_csv_row(trace_index, TRACE_INDEX_COLUMNS, row)
+                append_csv_row(trace_index, res.TRACE_INDEX_COLUMNS, row)
             with res.RunsWriter(runs_csv, _knob_columns(state.plan)) as writer:
                 for rnd, pos in todo:
                     cmd = by_label[state.orders[rnd - 1][pos]]

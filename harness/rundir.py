@@ -31,13 +31,18 @@ def host_name() -> str:
     return re.sub(r"[^A-Za-z0-9.-]+", "-", socket.gethostname()) or "host"
 
 
-def new_run_dir(out: Path) -> Path:
-    base = f"{utcnow().strftime('%Y%m%dT%H%M%SZ')}-{host_name()}"
-    d = out / base
-    n = 2
+def stamped_dir(out: Path, prefix: str = "") -> Path:
+    """out/<prefix><UTC time>-<host>, created; -2, -3 ... after it when that exists already."""
+    base = f"{prefix}{utcnow().strftime('%Y%m%dT%H%M%SZ')}-{host_name()}"
+    d, n = out / base, 2
     while d.exists():
         d, n = out / f"{base}-{n}", n + 1
     d.mkdir(parents=True)
+    return d
+
+
+def new_run_dir(out: Path) -> Path:
+    d = stamped_dir(out)
     (d / "raw").mkdir()
     (d / "traces").mkdir()
     return d
@@ -53,9 +58,6 @@ def append_csv_row(path: Path, header: list[str], row: dict[str, Any]) -> None:
         w.writerow(row)
         f.flush()
         os.fsync(f.fileno())
-
-
-TRACE_INDEX_COLUMNS = ["label", "file", "trace", "exit_code", "hash_ok"]
 
 
 def read_trace_index(path: Path) -> list[dict[str, str]]:

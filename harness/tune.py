@@ -44,6 +44,7 @@ from harness import results as res
 from harness.config import parse_config
 from harness.knobs import load_knobs
 from harness.plan import Command, build_plan
+from harness.rundir import stamped_dir
 from harness.tune_output import compare_full_grid, summary, write_outputs
 from harness.tune_space import (COARSE_ROUNDS, COMPARE_ROUNDS, DEFAULT_VARIANT, FINAL_ROUNDS, FINALISTS,
                                 GRID_FRACTION, MIN_FINAL_ROUNDS, REFINE_ROUNDS, REFINE_STAGES, REFINE_TOP,
@@ -290,18 +291,6 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
 # --- the full-grid comparison ---
 
 
-def new_tune_dir(out: Path) -> Path:
-    from harness.results import utcnow
-    from harness.rundir import host_name
-
-    base = f"tune-{utcnow().strftime('%Y%m%dT%H%M%SZ')}-{host_name()}"
-    d, n = out / base, 2
-    while d.exists():
-        d, n = out / f"{base}-{n}", n + 1
-    d.mkdir(parents=True)
-    return d
-
-
 def preflight(space: Space) -> None:
     """What the stages would find missing (root for cold mode, binaries, fio, hyperfine, b3sum)."""
     from harness.plan import Plan
@@ -321,7 +310,7 @@ def tune(space: Space, out: Path, budget_s: float | None = None, install: bool =
     check_limits(space, budget_s)
     if install and DEFAULT_VARIANT not in space.variants:
         raise TuneError(f"--install: {DEFAULT_VARIANT} is not in the space; there would be nothing to install")
-    tune_dir = new_tune_dir(out)
+    tune_dir = stamped_dir(out, "tune-")
     progress.log(f"tune directory: {tune_dir}")
     measure = measure or real_measure(space, tune_dir)
     o = search(space, measure, budget_s)
