@@ -3,6 +3,7 @@ behaviour counters; the page cache prepared before each."""
 
 from __future__ import annotations
 
+import errno
 import json
 import shlex
 import signal
@@ -155,11 +156,17 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
     return rec
 
 
+def disk_full(e: OSError) -> bool:
+    return e.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
 def _warm(cmd: Command, log: Path) -> None:
     """The warm --prepare step, in the driver: the file made resident, the record logged alike."""
     try:
         cachemod.prepare(cmd.file, str(log), drop=False, warm=True)
     except (cachemod.CacheError, OSError) as e:
+        if isinstance(e, OSError) and disk_full(e):
+            raise  # the log is in the run directory: the run stops as "no space left" and resumes
         raise RunStopped(f"the page cache could not be prepared before {cmd.label}: {e}") from None
 
 

@@ -16,7 +16,6 @@ Run directory layout (results/<YYYYmmddTHHMMSSZ>-<host>/)::
 from __future__ import annotations
 
 import dataclasses
-import errno
 import os
 import sys
 from collections.abc import Iterator
@@ -31,7 +30,7 @@ from harness import counters, signals, system
 from harness import state as statemod
 from harness.config import ConfigError, load_config
 from harness.config_schema import Config, with_baseline_build
-from harness.execute import RunState, RunStopped, describe, execute, traced_run
+from harness.execute import RunState, RunStopped, describe, disk_full, execute, traced_run
 from harness.files import resolve_files
 from harness.knobs import KnobsError, load_knobs
 from harness.plan import FileSpec, Plan, build_plan, estimate, format_duration
@@ -43,10 +42,6 @@ from harness.rundir import (append_csv_row, finish, finished_at, prepare_new_run
 from harness.signals import EndingSignals, ending_signals_raise
 
 MIN_FREE_BYTES = 1 << 20  # below this, results (raw files, rows) may be cut short: stop the sweep
-
-
-def _disk_full(e: OSError) -> bool:
-    return e.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def check_space(run_dir: Path) -> None:
@@ -169,7 +164,7 @@ def run(opts: Options, stream: TextIO = sys.stderr) -> Outcome:
         try:
             return _run_locked(opts, validated, stream, ending)
         except OSError as e:
-            if not _disk_full(e):
+            if not disk_full(e):
                 raise
             log(f"ringsum: no space left on device writing results ({e.filename or opts.resume or opts.out}); "
                  "nothing was measured yet")
@@ -271,7 +266,7 @@ def _measure(state: RunState, stream: TextIO, ending: EndingSignals) -> int:
             return 130
         except (RunStopped, OSError) as e:
             progress.close()
-            if isinstance(e, OSError) and not _disk_full(e):
+            if isinstance(e, OSError) and not disk_full(e):
                 raise
             return stopped(state, f"no space left on device ({e})" if isinstance(e, OSError) else str(e))
         progress.close()
