@@ -316,7 +316,44 @@ def chart_scaling(run: Run) -> Figure | Skip:
     return fig
 
 
-# --- 6. across runs ---
+# --- 6. trees: the small-file cliff ---
+
+def chart_small_files(run: Run) -> Figure | Skip:
+    """Where is the small-file cliff? Median throughput of each command against the mean file size
+    of each dataset (bytes / files): a tree of many small files costs an open, a stat and a close
+    per file, which parallel readers hide and one-file-at-a-time readers pay in full."""
+    runs = run.runs.copy()
+    if "files" not in runs or not runs["files"].fillna(1).gt(1).any():
+        return Skip("no tree of many files in this run")
+    runs["mean_size"] = runs["file_size"] / runs["files"].fillna(1)
+    if runs["mean_size"].nunique() < 2:
+        return Skip("one dataset (give trees of several file sizes)")
+    stats = command_stats(runs)
+    stats["mean_size"] = stats["label"].map(runs.groupby("label")["mean_size"].first())
+    stats["command"] = stats["label"].map(command_name)
+    fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
+    used: dict[str, int] = {}  # commands of one tool share its colour: told apart by the line
+    for command, g in stats[stats["median_Bps"].notna()].groupby("command", sort=True):
+        g = g.sort_values("mean_size")
+        c = colour(str(g["variant"].iloc[0]))
+        used[c] = used.get(c, -1) + 1
+        ax.plot(g["mean_size"].astype(float), g["median_Bps"] / GB, marker="o", markersize=4, color=c,
+                linestyle=("-", "--", ":", "-.")[used[c] % 4], label=short_label(command), alpha=0.85)
+    names = runs.groupby("mean_size")["label"].first().map(lambda lbl: lbl[len(command_name(lbl)):].strip(" []"))
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([float(x) for x in names.index],
+                  [f"{size_text(int(x))}\n{n}" if n else size_text(int(x)) for x, n in names.items()], fontsize=8)
+    ax.set_xlabel("mean file size of the dataset (log scale)")
+    ax.set_ylabel("median throughput (GB/s), higher is better")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, ncols=2, loc="upper left")
+    caches = "/".join(sorted(runs["cache"].dropna().unique()))
+    ax.set_title(f"Throughput against file size: the small-file cliff\n{caches} cache, {rounds(run)} rounds · "
+                 f"{machine(run)} · {run_date(run)}", fontsize=10)
+    return fig
+
+
+# --- 7. across runs ---
 
 
 def chart_across_runs(runs: list[Run]) -> Figure | Skip:

@@ -62,6 +62,7 @@ def _chart_jobs(runs: list[Run], trace_labels: list[str] | None) -> list[tuple[s
         ("in-flight", "In flight", charts.chart_in_flight, (run, trace_labels)),
         ("limit-ratio", "Limit ratio", charts.chart_limit_ratio, (run,)),
         ("scaling", "Scaling", charts.chart_scaling, (run,)),
+        ("small-files", "Small files", charts.chart_small_files, (run,)),
         ("across-runs", "Across runs/machines", charts.chart_across_runs, (runs,)),
     ]
 

@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from harness.dataset import tree_files
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 _SYS_CACHESTAT = {"x86_64": 451, "aarch64": 451, "riscv64": 451}.get(platform.machine())
@@ -106,17 +108,32 @@ def resident_pages_mincore(path: str | os.PathLike[str]) -> tuple[int, int]:
         os.close(fd)
 
 
-def resident_fraction(path: str | os.PathLike[str]) -> tuple[float, str]:
-    """Fraction of the file's pages in the page cache, and the method used."""
+def resident_pages(path: str | os.PathLike[str]) -> tuple[int, int, str]:
+    """(resident pages, total pages, the method used) of one file."""
     try:
-        r, t = resident_pages_cachestat(path)
-        method = "cachestat"
+        return (*resident_pages_cachestat(path), "cachestat")
     except OSError as e:
         if e.errno not in (38, 1):  # ENOSYS, EPERM (seccomp): fall back; anything else is real
             raise
-        r, t = resident_pages_mincore(path)
-        method = "mincore"
+        return (*resident_pages_mincore(path), "mincore")
+
+
+def resident_fraction(path: str | os.PathLike[str]) -> tuple[float, str]:
+    """Fraction of the file's pages in the page cache (a tree's: over all its files' pages), and the method."""
+    r = t = 0
+    method = "cachestat"
+    for f in _files_of(path):
+        fr, ft, method = resident_pages(f)
+        r, t = r + fr, t + ft
     return (r / t if t else 1.0), method
+
+
+def _is_tree(path: str | os.PathLike[str]) -> bool:
+    return os.path.isdir(path) and not os.path.islink(path)
+
+
+def _files_of(path: str | os.PathLike[str]) -> list[str]:
+    return [f for f, _ in tree_files(path)] if _is_tree(path) else [os.fspath(path)]
 
 
 def is_root() -> bool:
@@ -124,16 +141,18 @@ def is_root() -> bool:
 
 
 def drop_caches(path: str | os.PathLike[str] | None = None) -> None:
-    """sync, then `echo 1 > /proc/sys/vm/drop_caches`; also fadvise(DONTNEED) on `path`."""
+    """sync, then `echo 1 > /proc/sys/vm/drop_caches`; also fadvise(DONTNEED) on `path`. For a tree,
+    `echo 3`: a cold tree's directories and inodes are read from the disk too, as a fresh walk's are."""
     os.sync()
+    tree = path is not None and _is_tree(path)
     try:
         with open(DROP_CACHES, "w") as f:
-            f.write("1\n")
+            f.write("3\n" if tree else "1\n")
     except PermissionError:
         raise CacheError("cannot write /proc/sys/vm/drop_caches (not root?)") from None
     except OSError as e:
         raise CacheError(f"cannot write /proc/sys/vm/drop_caches: {e}") from None
-    if path is not None:
+    if path is not None and not tree:
         fd = os.open(path, os.O_RDONLY)
         try:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
@@ -155,12 +174,13 @@ def read_file(path: str | os.PathLike[str], chunk: int = 8 << 20) -> int:
 
 
 def make_warm(path: str | os.PathLike[str], attempts: int = 3) -> float:
-    """Read the file until it is (nearly) fully resident; returns the final fraction."""
+    """Read the file (a tree's every file) until it is (nearly) fully resident; returns the final fraction."""
     frac, _ = resident_fraction(path)
     for _ in range(attempts):
         if frac >= 0.999:
             break
-        read_file(path)
+        for f in _files_of(path):
+            read_file(f)
         frac, _ = resident_fraction(path)
     return frac
 

@@ -30,7 +30,8 @@ Schema (all keys optional unless noted)::
     name = "singlethread"      # group name (default: variant)
     variant = "liburing_b3sum_singlethread"   # required: binary name in bin_dir
     path = "/abs/or/relative/prog"            # explicit binary (overrides bin_dir/variant)
-    style = "options"          # or "positional": the article's `PROG FILE 512 2 1 0 2 0 0`
+    style = "options"          # or "positional": the article's `PROG FILE 512 2 1 0 2 0 0`, or
+                               #   "defaults": no knob option at all, the hasher's own defaults
     block_size = ["64K", "512K"]
     queue_depth = [1, 4]
     buffers = "queue_depth"    # int, "queue_depth", "2*queue_depth", or a list of those
@@ -43,10 +44,20 @@ Schema (all keys optional unless noted)::
 
     [[commands]]               # any program as a baseline (no Python change); one group per table
     name = "sha"               # required: group name
-    argv = ["sha{bits}sum", "{file}"]   # required: {file} the test file, {PARAM} from params
+    argv = ["sha{bits}sum", "{file}"]   # required: {file} or {dataset} the file or tree, {list} its
+                                        #   files NUL-separated in a file (a word of its own), {PARAM}
     params = { bits = [1, 256] }        # optional: one command per combination (hyperfine's -L)
     reads_only = true          # a plain reader: it counts for the speed limit
     blake3 = true              # prints the file's BLAKE3 hash as b3sum does: checked like b3sum's
+
+    [[datasets]]               # what the commands read, instead of run.file / run.file_size
+    name = "64K"               # required: names it in labels and its generated directory
+    path = "/srv/photos"       # an existing file or directory tree: only ever read; or a tree made
+    files = 16384              #   from a recipe: how many files (64 to a directory: per_dir)
+    file_size = "64K"          #   every file this size, or log-normal sizes:
+    median = "32K"             #   around this, sigma = 2.0, at most max_size = "256M",
+    empty = 0.02               #   this share of them empty
+    seed = 1                   #   the bytes' (default 1): the same recipe makes the same tree
 
     [baselines]                # each value: true, a table, or a list of tables
     cat = true
@@ -66,24 +77,27 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.knobs import KnobsError, KnobTable, load_knobs
-from harness.config_schema import (BASELINE_TOOLS, FILE_PLACEHOLDER, PLACEHOLDER, Config, ConfigError, Constraint, Group,
-                                   Nominal, RunSettings)
+from harness.config_schema import (BASELINE_TOOLS, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, ConfigError, Constraint,
+                                   DatasetDecl, Group, Nominal, RunSettings)
+from harness.dataset import TreeRecipe
 from harness.tools import TOOLS
 from harness.units import parse_size
-from harness.values import Parser, boolean, buffers, posint, show, size
+from harness.values import Parser, boolean, buffers, count, fraction, posint, positive, show, size, string
 from harness.variants import VARIANTS
 # The `limit` group every config gets unless `[baselines] limit = false`: enough read-only commands
 # to find the fastest plain read of the file (cat's read-ahead, small and large buffered reads,
 # io_uring reads buffered and O_DIRECT, shallow with the article's best and deep). Commands the
 # config already has are not added twice.
 LIMIT_BASELINES: dict[str, Any] = {
-    "cat": {},
+    "cat": {"jobs": [1, 16]},  # one file: cat; a tree: cat, and 16 cats at once through xargs
+    "tar": {},  # trees only, as dd and fio are files only
     "dd": {"bs": ["64K", "1M", "2M"]},
     "fio": [{"bs": "512K", "iodepth": 2, "direct": True},
             {"bs": "2M", "iodepth": 8, "direct": True},
             {"bs": "512K", "iodepth": 8, "direct": False}],
 }
 LIMIT_KEY = "baselines.limit"
+MAX_TREE_FILES = 1 << 20
 
 
 def _one_line(text: str) -> str:
@@ -134,6 +148,17 @@ class _Ctx:
             if k not in allowed:
                 where = f"{key}.{k}" if key else k
                 raise self.err(where, f"unknown key (allowed: {', '.join(sorted(allowed)) or 'none'})")
+
+    def parsed(self, table: dict[str, Any], key: str, parsers: dict[str, Parser]) -> dict[str, Any]:
+        """The table's keys that have a parser, parsed; an error names `key`.k."""
+        out = {}
+        for k, parse in parsers.items():
+            if k in table:
+                try:
+                    out[k] = parse(table[k])
+                except ValueError as e:
+                    raise self.err(f"{key}.{k}", str(e)) from None
+        return out
 
     def values(self, value: Any, key: str, parse: Callable[[Any], Any]) -> tuple[Any, ...]:
         items = value if isinstance(value, list) else [value]
@@ -187,8 +212,11 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
         if path is not None and (not isinstance(path, str) or not path):
             raise ctx.err(f"{key}.path", f"expected a path string, got {show(path)}")
         style = table.get("style", "options")
-        if style not in ("options", "positional"):
-            raise ctx.err(f"{key}.style", f'expected "options" or "positional", got {show(style)}')
+        if style not in ("options", "positional", "defaults"):
+            raise ctx.err(f"{key}.style", f'expected "options", "positional" or "defaults", got {show(style)}')
+        given = sorted(set(table) & set(knobs))
+        if style == "defaults" and given:
+            raise ctx.err(f"{key}.{given[0]}", 'style = "defaults" runs the hasher with no knob option: drop it')
         trace = table.get("trace", True)
         if not isinstance(trace, bool):
             raise ctx.err(f"{key}.trace", f"expected true or false, got {show(trace)}")
@@ -246,12 +274,15 @@ def _parse_commands(ctx: _Ctx, table: dict[str, Any], key: str) -> Group:
     params = ctx.table(table.get("params", {}), f"{key}.params")
     grid = {p: ctx.values(v, f"{key}.params.{p}", _param) for p, v in params.items()}
     used = {m for a in argv for m in PLACEHOLDER.findall(a)}
-    for p in sorted(used - set(grid) - {FILE_PLACEHOLDER}):
-        raise ctx.err(f"{key}.argv", f"{{{p}}} is neither {{file}} nor one of params ({', '.join(grid) or 'none'})")
+    for p in sorted(used - set(grid) - {*DATASET_PLACEHOLDERS, "list"}):
+        raise ctx.err(f"{key}.argv", f"{{{p}}} is neither {{file}} nor one of params ({', '.join(grid) or 'none'}); "
+                                     "the dataset's words are {file} (or {dataset}) and {list}")
     for p in sorted(set(grid) - used):
         raise ctx.err(f"{key}.params.{p}", f"not used in argv (put {{{p}}} in a word)")
-    if FILE_PLACEHOLDER not in used:
-        raise ctx.err(f"{key}.argv", "no {file}: the command must read the test file")
+    if "list" in used and LIST_WORD not in argv:
+        raise ctx.err(f"{key}.argv", "{list} is a word of its own (a path), as in [\"xargs\", \"-0\", \"-a\", \"{list}\", ...]")
+    if not used & {*DATASET_PLACEHOLDERS, "list"}:
+        raise ctx.err(f"{key}.argv", "no {file}, {dataset} or {list}: the command must read the dataset")
     flags = {}
     for flag in ("reads_only", "blake3"):
         flags[flag] = table.get(flag, False)
@@ -264,52 +295,16 @@ def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
     allowed = {"rounds", "runs_per_round", "cache", "file", "file_size", "data_dir", "timeout_s",
                "trace", "probes", "probe_cache", "seed", "bin_dir", "resident_tolerance", "nominal"}
     ctx.check_keys(table, "run", allowed)
-    kw: dict[str, Any] = {}
-
-    def get(k: str, parse: Callable[[Any], Any]) -> None:
-        if k in table:
-            try:
-                kw[k] = parse(table[k])
-            except ValueError as e:
-                raise ctx.err(f"run.{k}", str(e)) from None
-
-    get("rounds", posint)
-    get("runs_per_round", posint)
-    get("probes", posint)
-    get("trace", boolean)
 
     def cache(v: Any) -> str:
         if v not in ("cold", "warm"):
             raise ValueError(f'expected "cold" or "warm", got {show(v)}')
         return v
 
-    def number(v: Any) -> float:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            raise ValueError(f"expected a positive number, got {show(v)}")
-        return float(v)
-
-    def fraction(v: Any) -> float:
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-            raise ValueError(f"expected a number between 0 and 1, got {show(v)}")
-        return float(v)
-
-    def string(v: Any) -> str:
-        if not isinstance(v, str) or not v:
-            raise ValueError(f"expected a non-empty string, got {show(v)}")
-        return v
-
-    def seed(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ValueError(f"expected a non-negative integer, got {show(v)}")
-        return v
-
-    get("cache", cache)
-    get("probe_cache", cache)
-    get("timeout_s", number)
-    get("resident_tolerance", fraction)
-    get("data_dir", string)
-    get("bin_dir", string)
-    get("seed", seed)
+    kw = ctx.parsed(table, "run", {"rounds": posint, "runs_per_round": posint, "probes": posint, "trace": boolean,
+                                   "cache": cache, "probe_cache": cache, "timeout_s": positive,
+                                   "resident_tolerance": fraction, "data_dir": string, "bin_dir": string,
+                                   "seed": count})
     if "file" in table:
         kw["files"] = ctx.values(table["file"], "run.file", string)
     if "file_size" in table:
@@ -327,7 +322,7 @@ def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
             raise ctx.err("run.nominal", str(e)) from None
         if "overhead_s" in nom:
             try:
-                nkw["overhead_s"] = number(nom["overhead_s"])
+                nkw["overhead_s"] = positive(nom["overhead_s"])
             except ValueError as e:
                 raise ctx.err("run.nominal.overhead_s", str(e)) from None
         kw["nominal"] = Nominal(**nkw)
@@ -341,9 +336,19 @@ def parse_config(text: str, path: str) -> Config:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ctx.err("", f"invalid TOML: {e}") from None
-    ctx.check_keys(raw, "", {"run", "hashers", "commands", "baselines"})
+    ctx.check_keys(raw, "", {"run", "hashers", "commands", "baselines", "datasets"})
 
     run = _parse_run(ctx, ctx.table(raw.get("run", {}), "run"))
+    datasets = raw.get("datasets", [])
+    if not isinstance(datasets, list):
+        raise ctx.err("datasets", "expected an array of tables ([[datasets]])")
+    decls = tuple(_parse_dataset(ctx, ctx.table(t, f"datasets[{i}]"), f"datasets[{i}]") for i, t in enumerate(datasets))
+    if decls and (run.files or run.file_sizes):
+        raise ctx.err("datasets", "give either [[datasets]] or run.file / run.file_size, not both")
+    names = [d.name for d in decls]
+    for i, n in enumerate(names):
+        if n in names[:i]:
+            raise ctx.err(f"datasets[{i}].name", f"duplicate dataset name {n!r}")
 
     groups: list[Group] = []
     hashers = raw.get("hashers", [])
@@ -374,7 +379,37 @@ def parse_config(text: str, path: str) -> Config:
             raise ctx.err(f"{g.key}.name", f"duplicate group name {g.name!r} (also {seen[g.name]})")
         seen[g.name] = g.key
     return Config(path=path, run=run, groups=tuple(groups), raw=raw, limit_groups=tuple(limit_groups),
-                  limit=limit)
+                  limit=limit, datasets=decls)
+
+
+def _parse_dataset(ctx: _Ctx, table: dict[str, Any], key: str) -> DatasetDecl:
+    recipe_keys = {"files", "file_size", "median", "sigma", "max_size", "empty", "seed", "per_dir"}
+    ctx.check_keys(table, key, {"name", "path"} | recipe_keys)
+    name = table.get("name")
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
+        raise ctx.err(f"{key}.name", "missing" if name is None else
+                      f"expected a name of letters, digits, '.', '_' and '-', got {show(name)}")
+    if "path" in table:
+        if set(table) & recipe_keys:
+            raise ctx.err(key, f"a path is read as it is: drop {', '.join(sorted(set(table) & recipe_keys))}")
+        if not isinstance(table["path"], str) or not table["path"]:
+            raise ctx.err(f"{key}.path", f"expected a non-empty string, got {show(table['path'])}")
+        return DatasetDecl(name=name, path=table["path"])
+    if "files" not in table:
+        raise ctx.err(key, "expected a path, or a recipe with files = N")
+    if ("file_size" in table) == ("median" in table):
+        raise ctx.err(key, "a recipe takes file_size (every file) or median (log-normal sizes), one of them")
+    if "file_size" in table and set(table) & {"sigma", "max_size", "empty"}:
+        raise ctx.err(key, "sigma, max_size and empty shape log-normal sizes: give median, not file_size")
+
+    kw = ctx.parsed(table, key, {"files": posint, "file_size": size, "median": size, "sigma": positive,
+                                 "max_size": size, "empty": fraction, "seed": count, "per_dir": posint})
+    if kw["files"] > MAX_TREE_FILES:
+        raise ctx.err(f"{key}.files", f"{kw['files']} is more than the {MAX_TREE_FILES} ringsum generates")
+    recipe = TreeRecipe(**kw)
+    if sum(recipe.sizes()) == 0:
+        raise ctx.err(key, "every file of this recipe is empty: throughput would mean nothing")
+    return DatasetDecl(name=name, recipe=recipe)
 
 
 def _baseline_groups(ctx: _Ctx, baselines: dict[str, Any], where: str, prefix: str) -> list[Group]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.dataset import TreeRecipe
 from harness.tools import TOOLS
 from harness.values import Buffers
 from harness.variants import REPO_ROOT
@@ -91,6 +92,15 @@ class RunSettings:
 
 
 @dataclass(frozen=True)
+class DatasetDecl:
+    """A [[datasets]] table: an existing file or tree (`path`), or a tree ringsum generates."""
+
+    name: str
+    path: str | None = None
+    recipe: TreeRecipe | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     path: str
     run: RunSettings
@@ -98,6 +108,7 @@ class Config:
     raw: dict[str, Any]  # the TOML as parsed, for meta.json
     limit_groups: tuple[Group, ...] = ()  # the `limit` group (LIMIT_BASELINES), unless turned off
     limit: bool = True  # `[baselines] limit`: readers for the read limit, b3sum for BLAKE3's when warm
+    datasets: tuple[DatasetDecl, ...] = ()  # [[datasets]]: instead of run.file / run.file_size
 
     def bin_dir(self) -> Path:
         d = self.run.bin_dir or os.environ.get("RINGSUM_BIN_DIR") or "build/bin"
@@ -143,6 +154,7 @@ class Config:
                 "resident_tolerance": self.run.resident_tolerance,
                 "nominal": vars(self.run.nominal),
             },
+            "datasets": [dataclasses.asdict(d) for d in self.datasets],
             "groups": [group(g) for g in self.groups],
             "limit_groups": [group(g) for g in self.limit_groups],
             "toml": self.raw,
@@ -170,4 +182,5 @@ def with_baseline_build(config: Config, bin_dir: str | Path) -> Config:
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
-FILE_PLACEHOLDER = "file"
+DATASET_PLACEHOLDERS = ("file", "dataset")  # {file} or {dataset}: the file, or the tree's root directory
+LIST_WORD = "{list}"  # a whole word: the dataset's files, NUL-separated, in a file (for `xargs -0 -a`)

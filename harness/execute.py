@@ -18,13 +18,15 @@ from harness import results as res
 from harness.config_schema import Config
 from harness.fio import FioError, parse_fio_file
 from harness.plan import TRACE, Command, Plan
-from harness.preflight import parse_hash
+from harness.preflight import Reference
 from harness.proc import run_group
+from harness.tools import TOOL_LIST
 from harness.progress import Progress
 from harness.results import iso, utcnow
 from harness.units import format_rate
 
 
+PIPED_TOOLS = {t.name for t in TOOL_LIST if t.pipe_output}
 PREPARE_SLACK_S = 10.0  # on top of the command timeout: sync + drop + residency check
 
 
@@ -47,7 +49,7 @@ class RunState:
     orders: list[list[str]]
     seed: int
     tools: dict[str, str]
-    ref_hash: dict[str, str]
+    refs: dict[str, Reference]  # by dataset path
     fio_files: dict[str, str] = field(default_factory=dict)  # test file -> the path fio is given
     python: str = sys.executable
     mismatches: list[str] = field(default_factory=list)
@@ -90,7 +92,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
     cache = state.plan.cache
     argv = [state.tools["hyperfine"], "-N", "--runs", "1", "--ignore-failure", "--style", "none",
             "--command-name", cmd.label, "--export-json", str(json_path),
-            "--output", str(out_path) if cmd.hashes else "null"]
+            "--output", str(out_path) if cmd.hashes else "pipe" if cmd.tool in PIPED_TOOLS else "null"]
     if cache == "warm":
         # Warming is done here, just before hyperfine: a cached file stays cached for the few
         # milliseconds in between, and a Python start per execution (--prepare) would cost more
@@ -98,7 +100,8 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
         _warm(cmd, prep_log)
     else:
         argv += ["--prepare", prepare_argv(state.python, cmd.file, prep_log, cache)]
-    argv.append(shlex.join(cmd.argv_with(str(fio_path), state.fio_files.get(cmd.file, cmd.file))))
+    argv.append(shlex.join(cmd.argv_with(str(fio_path), state.fio_files.get(cmd.file, cmd.file),
+                                         state.refs[cmd.file].file_list)))
     started = utcnow()
     timeout = state.config.run.timeout_s + PREPARE_SLACK_S
     rc, _out, err = run_group(argv, timeout)
@@ -107,7 +110,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
         block_size=cmd.block_size, queue_depth=cmd.queue_depth, buffers=cmd.buffers, direct=cmd.direct,
         knobs=dict(cmd.knobs),
         num_threads=cmd.num_threads, mmap=cmd.mmap, extra=cmd.extra,
-        file=cmd.file, file_size=cmd.file_size, cache=cache, round=rnd, position=position,
+        file=cmd.file, file_size=cmd.file_size, files=cmd.files, cache=cache, round=rnd, position=position,
         wall_s=None, user_s=None, sys_s=None, bytes=cmd.file_size, throughput_Bps=None,
         exit_code=None, resident_before=None, hash_ok=None, fio_bw_Bps=None, fio_runtime_s=None,
         started_at=iso(started))
@@ -139,10 +142,10 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
         else:
             errors.append(f"exit code {rec.exit_code}")
         if cmd.hashes and rec.exit_code == 0:  # a failed command printed no hash to compare
-            got = parse_hash(out_path.read_text(errors="replace")) if out_path.exists() else None
-            rec.hash_ok = got == state.ref_hash[cmd.file]
-            if not rec.hash_ok:
-                errors.append(f"hash mismatch: got {got or 'no hash line'}")
+            why = state.refs[cmd.file].judge(out_path.read_text(errors="replace") if out_path.exists() else "")
+            rec.hash_ok = why is None
+            if why:
+                errors.append(f"hash mismatch: {why}")
         if cmd.tool == "fio" and rec.exit_code == 0:
             try:
                 fr = parse_fio_file(fio_path)
@@ -193,8 +196,8 @@ def traced_run(state: RunState, cmd: Command, progress: Progress) -> dict[str, A
         counters.append(state.run_dir / counters.COUNTERS_CSV, row)
         rc = row.exit_code
         out = out_path.read_text(errors="replace")
-        got = parse_hash(out) if rc == 0 else None
-        ok = got == state.ref_hash[cmd.file]
+        why = state.refs[cmd.file].judge(out) if rc == 0 else None
+        ok = rc == 0 and why is None
         if rc != 0 or not ok:
             break
     row = {"label": cmd.label, "file": cmd.file,
@@ -207,7 +210,7 @@ def traced_run(state: RunState, cmd: Command, progress: Progress) -> dict[str, A
         state.failures.append(f"traced run of {cmd.label}: {why}")
         text = f"trace {cmd.label}  FAILED ({why})"
     elif not ok:
-        state.mismatches.append(f"{cmd.label} (traced run): got {got or 'no hash line'}")
+        state.mismatches.append(f"{cmd.label} (traced run): {why}")
         text = f"trace {cmd.label}  HASH MISMATCH"
     else:
         text = f"trace {cmd.label}  hash ok" + ("" if trace.exists() else "  (no trace file written)")

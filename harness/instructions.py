@@ -74,15 +74,16 @@ def instructions_now(bin_dir: Path | None = None, file: Path | None = None,
                      size: int = INSTRUCTION_FILE_SIZE) -> dict[str, Any]:
     """measure_instructions() on `file`, or on a random file of `size` in build/data."""
     from harness.variants import REPO_ROOT
-    from harness.plan import FileSpec, find_tool
-    from harness.files import ensure_file
+    from harness.dataset import Dataset
+    from harness.plan import find_tool
+    from harness.files import ensure_dataset
     from harness.preflight import b3sum_reference
     from harness.units import format_size
 
     bin_dir = bin_dir or REPO_ROOT / os.environ.get("RINGSUM_BIN_DIR", "build/bin")
     if file is None:
         file = REPO_ROOT / "build" / "data" / f"ringsum-{format_size(size)}.bin"
-        ensure_file(FileSpec(str(file), size, generate=True, owned=True), lambda msg: None)
+        ensure_dataset(Dataset(str(file), size, generate=True, owned=True), lambda msg: None)
     b3sum = find_tool("b3sum")
     if b3sum is None:
         raise CheckError("b3sum not found; run `make deps`")

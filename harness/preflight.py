@@ -1,14 +1,16 @@
 """Checks before anything runs: tools, binaries, root for cold runs, paths hyperfine can carry,
-and the official b3sum's reference hash of each test file."""
+and the official b3sum's reference for each dataset (a file's hash, a tree's manifest)."""
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import cache as cachemod
-from harness.plan import COMMAND, READER, FileSpec, Plan, find_tool
+from harness.dataset import Dataset, manifest_difference, manifest_digest, write_list
+from harness.plan import COMMAND, READER, Plan, find_tool
 from harness.proc import run_group
 
 
@@ -53,7 +55,7 @@ def check_cache_mode(cache: str) -> None:
                          "pass --warm")
 
 
-def check_paths(files: list[FileSpec], out: str) -> None:
+def check_paths(files: list[Dataset], out: str) -> None:
     """hyperfine takes each command as UTF-8 text: a path that is not UTF-8 cannot reach it intact."""
     for what, path in [*(("test file", f.path) for f in files), ("--out directory", str(Path(out).absolute()))]:
         try:
@@ -77,3 +79,48 @@ def parse_hash(text: str) -> str | None:
         return None
     m = HEX64.match(lines[0])
     return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """b3sum's answer for one dataset, kept in the run directory: a file's hash, or a tree's
+    manifest (b3sum's lines for its files; `digest` then names the set of lines)."""
+
+    digest: str
+    file_list: str  # the dataset's files, NUL-separated: what {list} and xargs read
+    manifest: str | None = None  # a tree's: b3sum's lines
+
+    def judge(self, output: str) -> str | None:
+        """None when the command printed b3sum's answer, else what is wrong with it."""
+        if self.manifest is None:
+            got = parse_hash(output)
+            return None if got == self.digest else f"got {got or 'no hash line'}"
+        if manifest_digest(output) == self.digest:
+            return None
+        return manifest_difference(output, Path(self.manifest).read_text(errors="replace"))
+
+
+def dataset_reference(b3sum: str, d: Dataset, run_dir: Path, index: int, timeout: float) -> Reference:
+    """b3sum's reference for dataset number `index`, and its file list, written into the run directory."""
+    file_list = run_dir / "datasets" / f"{index}.list0"
+    file_list.parent.mkdir(exist_ok=True)
+    if not d.is_tree:
+        file_list.write_bytes(os.fsencode(d.path) + b"\0")
+        return Reference(b3sum_reference(b3sum, d.path, timeout), str(file_list))
+    try:
+        found = write_list(d.path, file_list)
+    except OSError as e:
+        raise SetupError(f"cannot list the tree {d.path}: {e.strerror} ({e.filename})") from None
+    if found != (d.files, d.size):
+        raise SetupError(f"tree {d.path} changed since planned: {found[0]} files of {found[1]} bytes, "
+                         f"not {d.files} of {d.size}")
+    xargs = str(find_tool("xargs") or "xargs")
+    rc, out, err = run_group([xargs, "-0", "-a", str(file_list), b3sum, "--"], timeout)
+    if rc != 0:
+        raise SetupError(f"b3sum failed on the tree {d.path}: {(err.strip().splitlines() or [f'exit {rc}'])[-1]}")
+    digest = manifest_digest(out)
+    if digest is None:
+        raise SetupError(f"b3sum printed something other than hash lines for the tree {d.path}")
+    manifest = run_dir / "datasets" / f"{index}.b3"
+    manifest.write_text(out)
+    return Reference(digest, str(file_list), str(manifest))

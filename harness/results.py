@@ -42,8 +42,8 @@ class RunRecord:
     num_threads: int | None
     mmap: bool | None
     extra: str
-    file: str
-    file_size: int
+    file: str  # the dataset: a file, or a tree's root directory
+    file_size: int  # bytes read (a tree's: over all its files)
     cache: str
     round: int  # 1-based
     position: int  # 0-based index in the round's shuffled order
@@ -59,11 +59,12 @@ class RunRecord:
     fio_runtime_s: float | None
     started_at: str  # ISO 8601 UTC
     error: str = ""  # why the row failed or is suspect; empty when fine
+    files: int | None = 1  # in the dataset (None in a runs.csv written before trees)
 
 
 _FIELDS = [f.name for f in fields(RunRecord)]
 FIXED = [name for name in _FIELDS if name != "knobs"]  # the columns every runs.csv has
-_INT = {"block_size", "queue_depth", "buffers", "num_threads", "file_size", "round", "position",
+_INT = {"block_size", "queue_depth", "buffers", "num_threads", "file_size", "files", "round", "position",
         "bytes", "exit_code"}
 _FLOAT = {"wall_s", "user_s", "sys_s", "throughput_Bps", "resident_before", "fio_bw_Bps", "fio_runtime_s"}
 _BOOL = {"direct", "mmap", "hash_ok"}

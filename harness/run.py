@@ -33,7 +33,8 @@ from harness.config_schema import Config, with_baseline_build
 from harness.execute import RunState, RunStopped, describe, disk_full, execute, traced_run
 from harness.files import resolve_files
 from harness.knobs import KnobsError, load_knobs
-from harness.plan import FileSpec, Plan, build_plan, estimate, format_duration
+from harness.dataset import Dataset
+from harness.plan import Plan, build_plan, estimate, format_duration
 from harness.preflight import SetupError, check_binaries, check_cache_mode, check_paths, required_tools
 from harness.probe import HasherRejects, check_hashers
 from harness.progress import Progress, log
@@ -112,7 +113,7 @@ def apply_overrides(config: Config, opts: Options) -> Config:
 @dataclass
 class Validated:
     config: Config
-    files: list[FileSpec]
+    files: list[Dataset]
     plan: Plan
     tools: dict[str, str]
 
@@ -226,7 +227,7 @@ def _measure(state: RunState, stream: TextIO, ending: EndingSignals) -> int:
             for pos in range(len(state.orders[rnd - 1])) if (rnd, pos) not in done]
 
     if plan.cache == "warm":
-        for f in plan.files:
+        for f in plan.datasets:
             frac = cachemod.make_warm(f.path)
             if frac < 0.99:
                 state.warnings.append(f"could not make {f.path} resident ({frac:.2f}); low memory?")

@@ -17,9 +17,10 @@ from harness import results as res
 from harness import sysinfo, verdict
 from harness.config import load_config
 from harness.execute import RunState
-from harness.files import ensure_file
-from harness.plan import Command, FileSpec, Plan, round_orders
-from harness.preflight import SetupError, b3sum_reference, check_binaries, check_cache_mode, required_tools
+from harness.dataset import Dataset
+from harness.files import ensure_dataset
+from harness.plan import Command, Plan, round_orders
+from harness.preflight import SetupError, check_binaries, dataset_reference, check_cache_mode, required_tools
 from harness.progress import log
 from harness.results import iso, utcnow
 
@@ -72,7 +73,7 @@ def prepare_new_run(opts: Options, v: Validated) -> RunState:
     assert opts.config_path is not None
     config, files, plan, tools = v.config, v.files, v.plan, v.tools
     for f in files:
-        ensure_file(f, log)
+        ensure_dataset(f, log)
 
     run_dir = new_run_dir(Path(opts.out))
     (run_dir / "config.toml").write_text(Path(opts.config_path).read_text(encoding="utf-8"))
@@ -80,11 +81,11 @@ def prepare_new_run(opts: Options, v: Validated) -> RunState:
     orders = round_orders([c.label for c in plan.commands], plan.rounds, plan.runs_per_round, seed)
     res.write_json_atomic(run_dir / res.PLAN_JSON, {
         "seed": seed, "rounds": plan.rounds, "runs_per_round": plan.runs_per_round,
-        "cache": plan.cache, "files": [dataclasses.asdict(f) for f in files],
+        "cache": plan.cache, "datasets": [f.to_json() for f in files],
         "commands": [c.to_json() for c in plan.commands], "orders": orders, "notes": plan.notes,
     })
     log(f"run directory: {run_dir}")
-    ref = {f.path: b3sum_reference(tools["b3sum"], f.path, config.run.timeout_s) for f in files}
+    ref = {f.path: dataset_reference(tools["b3sum"], f, run_dir, i, config.run.timeout_s) for i, f in enumerate(files)}
     info = sysinfo.sysinfo(files[0].path, config.bin_dir())
     meta = {
         "config": config.to_json(), "options": dataclasses.asdict(opts),
@@ -92,12 +93,13 @@ def prepare_new_run(opts: Options, v: Validated) -> RunState:
         "git_commit": info["git_commit"], "git_dirty": info["git_dirty"],
         "git_errors": info["git_errors"],
         "started_at": iso(utcnow()), "finished_at": None, "resumed_at": [],
-        "files": [{"path": f.path, "size": f.size, "b3sum": ref[f.path]} for f in files],
+        "files": [{"path": f.path, "size": f.size, "kind": f.kind, "files": f.files, "b3sum": ref[f.path].digest}
+                  for f in files],
         "speed_limit": None, "seed": seed, "tools": tools, "python": sys.executable,
     }
     res.write_json_atomic(run_dir / res.META_JSON, meta)
     return RunState(run_dir=run_dir, config=config, plan=plan, orders=orders, seed=seed,
-                    tools=tools, ref_hash=ref)
+                    tools=tools, refs=ref)
 
 
 def finished_at(run_dir: Path) -> str | None:
@@ -124,20 +126,20 @@ def prepare_resume(opts: Options) -> RunState | None:
         seed=pj["seed"]))
     if opts.config_path and Path(opts.config_path).resolve() != (run_dir / "config.toml").resolve():
         log(f"note: --resume uses the config saved in {run_dir}/config.toml, not {opts.config_path}")
-    files = [FileSpec(**f) for f in pj["files"]]
-    plan = Plan(commands=[Command.from_json(c) for c in pj["commands"]], files=files,
+    files = [Dataset.from_json(f) for f in pj.get("datasets", pj.get("files"))]
+    plan = Plan(commands=[Command.from_json(c) for c in pj["commands"]], datasets=files,
                 rounds=pj["rounds"], runs_per_round=pj["runs_per_round"], cache=pj["cache"],
                 notes=pj.get("notes", []))
     check_cache_mode(plan.cache)
     tools = required_tools(plan)
     check_binaries(plan)
     ref = {}
-    for f, saved_file in zip(files, meta["files"]):
-        if not Path(f.path).is_file() or Path(f.path).stat().st_size != f.size:
+    for i, (f, saved_file) in enumerate(zip(files, meta["files"])):
+        if not f.is_tree and (not Path(f.path).is_file() or Path(f.path).stat().st_size != f.size):
             raise SetupError(f"test file {f.path} is missing or changed size since the run started")
-        ref[f.path] = b3sum_reference(tools["b3sum"], f.path, config.run.timeout_s)
-        if ref[f.path] != saved_file["b3sum"]:
-            raise SetupError(f"test file {f.path} changed since the run started (b3sum differs)")
+        ref[f.path] = dataset_reference(tools["b3sum"], f, run_dir, i, config.run.timeout_s)
+        if ref[f.path].digest != saved_file["b3sum"]:
+            raise SetupError(f"{f.kind} {f.path} changed since the run started (b3sum differs)")
     fp = sysinfo.fingerprint(files[0].path)
     if fp["fingerprint_id"] != meta["fingerprint"].get("fingerprint_id"):
         log("WARNING: resuming on a different machine fingerprint "
@@ -147,7 +149,7 @@ def prepare_resume(opts: Options) -> RunState | None:
     res.write_json_atomic(meta_p, meta)
     log(f"resuming run directory: {run_dir}")
     return RunState(run_dir=run_dir, config=config, plan=plan, orders=pj["orders"], seed=pj["seed"],
-                    tools=tools, ref_hash=ref)
+                    tools=tools, refs=ref)
 
 
 def record_settings(run_dir: Path, settings: list[dict]) -> None:

@@ -21,7 +21,8 @@ from harness.config import load_config, parse_config
 from harness.config_schema import Config
 from harness.variants import REPO_ROOT
 from harness.knobs import load_knobs
-from harness.plan import Command, FileSpec, build_plan, estimate, knob_word
+from harness.dataset import Dataset
+from harness.plan import Command, build_plan, estimate, knob_word
 from harness.progress import log
 from harness.units import format_size
 
@@ -72,7 +73,7 @@ def _spread(ladder: list[Any]) -> list[Any]:
 @dataclass
 class Space:
     config: Config  # the space config, cache mode and overrides applied
-    file: FileSpec
+    file: Dataset
     points: list[Command]  # hasher commands, in the config's order
     by_key: dict[Key, Command] = field(init=False)
     by_label: dict[str, Command] = field(init=False)
@@ -127,7 +128,7 @@ def load_space(path: str | os.PathLike[str], file: str | None = None, size: int 
                             "(no `path`, no positional style)")
     files = resolve_files(config, file, size, dir_)
     if len(files) != 1:
-        raise TuneError(f"{path}: tune needs exactly one test file, got {len(files)}; pass --file or --size")
+        raise TuneError(f"{path}: tune needs exactly one dataset (a file or a tree), got {len(files)}; pass --file or --size")
     plan = build_plan(config, files)
     points = [c for c in plan.commands if c.tool == "hasher"]
     if not points:

@@ -37,6 +37,31 @@ def posint(v: Any) -> int:
     return v
 
 
+def count(v: Any) -> int:
+    """A whole number from 0: seeds and the like."""
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ValueError(f"expected a non-negative integer, got {show(v)}")
+    return v
+
+
+def positive(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+        raise ValueError(f"expected a positive number, got {show(v)}")
+    return float(v)
+
+
+def fraction(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+        raise ValueError(f"expected a number between 0 and 1, got {show(v)}")
+    return float(v)
+
+
+def string(v: Any) -> str:
+    if not isinstance(v, str) or not v:
+        raise ValueError(f"expected a non-empty string, got {show(v)}")
+    return v
+
+
 def boolean(v: Any) -> bool:
     if not isinstance(v, bool):
         raise ValueError(f"expected true or false, got {show(v)}")

@@ -201,6 +201,8 @@ class Headline:
     file_size: int
     cache: str
     rounds: int
+    files: int = 1  # in the dataset: more than one, or a directory, is a tree
+    dataset: str = ""  # its path
     use: str | None = None  # the hasher with the lowest median time
     argv: list[str] | None = None
     median: stats.Estimate | None = None  # its wall time, seconds
@@ -252,11 +254,17 @@ class Headline:
         return out
 
     def title(self) -> str:
-        return (f"What to use on this machine ({format_size(self.file_size)} file, {self.cache} cache, "
-                f"{self.rounds} rounds)")
+        what = (f"tree of {self.files} files, {format_size(self.file_size)}, {self.dataset}" if self.tree
+                else f"{format_size(self.file_size)} file")
+        return f"What to use on this machine ({what}, {self.cache} cache, {self.rounds} rounds)"
+
+    @property
+    def tree(self) -> bool:
+        return self.files > 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"file_size": self.file_size, "cache": self.cache, "rounds": self.rounds,
+        return {"file_size": self.file_size, "files": self.files, "dataset": self.dataset,
+                "cache": self.cache, "rounds": self.rounds,
                 "use": self.use, "argv": self.argv,
                 "median_s": self.median.to_json() if self.median else None,
                 "speed_limit": self.limit.to_json() if self.limit else None,
@@ -284,11 +292,13 @@ def tied_with(times: dict[str, RoundTimes], best: str, labels: list[str]) -> dic
     return out
 
 
-def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None) -> Headline:
-    """The headline for the run's largest file; argv maps labels to their command lines."""
-    rows = one_file(runs)
+def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, file: str | None = None) -> Headline:
+    """The headline for one dataset (default: the run's largest); argv maps labels to their command lines."""
+    rows = one_file(runs, file)
+    files = rows["files"].dropna() if "files" in rows else []
     h = Headline(file_size=int(rows["file_size"].max()) if len(rows) else 0, cache=cache,
-                 rounds=int(rows["round"].nunique()) if len(rows) else 0)
+                 rounds=int(rows["round"].nunique()) if len(rows) else 0,
+                 files=int(files.max()) if len(files) else 1, dataset=str(rows["file"].iloc[0]) if len(rows) else "")
     times = by_round(rows)
     tools = dict(zip(rows["label"].astype(str), rows["tool"].astype(str)))
     h.limit = speed_limit(rows)
@@ -373,9 +383,11 @@ def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None) -
         lines.append(f"HASH MISMATCH:     {r.label}")
     for r in table[table["failed"] > 0].itertuples():
         lines.append(f"FAILED RUNS:       {r.label}: {r.failed}")
-    h = headline(runs, cache, argv)
-    lines += ["", h.title() + ":"]
-    lines += [f"  {what + ':':<11} {text}" for what, text in h.items()]
+    trees = "files" in runs and bool(runs["files"].fillna(1).gt(1).any())
+    for file in files if trees else files[-1:]:  # a headline per dataset once trees are among them
+        h = headline(runs, cache, argv, file)
+        lines += ["", h.title() + ":"]
+        lines += [f"  {what + ':':<11} {text}" for what, text in h.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -391,5 +403,6 @@ def summary_json(runs: Any, cache: str, argv: dict[str, list[str]] | None = None
     h = headline(runs, cache, argv)
     return {"interval": {"confidence": stats.CONFIDENCE, "method": INTERVAL_METHOD},
             "headline": h.to_json(),
+            "headlines": [headline(runs, cache, argv, f).to_json() for f in files_by_size(runs)],
             "blake3_in_memory": blake3_in_memory(runs) if cache == "warm" else None,
             "commands": commands}

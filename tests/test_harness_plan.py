@@ -13,13 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.config import ConfigError, load_config, parse_config
-from harness.plan import FileSpec, PlanError, build_plan, estimate, round_orders
+from harness.dataset import Dataset
+from harness.plan import PlanError, build_plan, estimate, round_orders
 
 REPO = Path(__file__).resolve().parent.parent
-F = FileSpec("/data/f.bin", 1 << 30)
+F = Dataset("/data/f.bin", 1 << 30)
 
 
-def plan_of(text: str, files: list[FileSpec] | None = None, limit: bool = False):
+def plan_of(text: str, files: list[Dataset] | None = None, limit: bool = False):
     """The plan of a config text; the limit group only with limit=True, so a test sees the
     config's own commands."""
     cfg = parse_config(text, "t.toml")
@@ -92,7 +93,7 @@ def test_baseline_argv_and_knob_columns():
         b3sum = [{ num_threads = [1, "all"] }, { name = "nommap", no_mmap = true }]
         xxhsum = { algo = ["xxh64", "xxh3"] }
         fio = { bs = "512K", iodepth = 2, direct = true }
-    """, [FileSpec("/d/a:b.bin", 4096)])
+    """, [Dataset("/d/a:b.bin", 4096)])
     by = {c.label: c for c in p.commands}
     assert set(by) == {"cat", "dd bs=64K", "dd bs=64K iflag=direct", "b3sum --num-threads 1", "b3sum",
                        "b3sum --no-mmap", "xxhsum", "xxhsum -H3", "fio bs=512K iodepth=2 direct=1"}
@@ -138,7 +139,7 @@ def test_warm_mode_adds_blake3_speed_commands():
 
 
 def test_multiple_files_tag_labels():
-    _, p = plan_of("[baselines]\ncat = true\n", [FileSpec("/a/x.bin", 10), FileSpec("/a/y.bin", 20)])
+    _, p = plan_of("[baselines]\ncat = true\n", [Dataset("/a/x.bin", 10), Dataset("/a/y.bin", 20)])
     assert [c.label for c in p.commands] == ["cat [x.bin]", "cat [y.bin]"]
 
 
@@ -146,7 +147,7 @@ def test_shipped_config_estimates_fit_their_budget():
     for name, limit_s in (("quick", 300), ("ci", 60)):
         cfg = load_config(REPO / "configs" / f"{name}.toml")
         size = cfg.run.file_sizes[0]
-        p = build_plan(cfg, [FileSpec("/x", size)])
+        p = build_plan(cfg, [Dataset("/x", size)])
         est = estimate(p, cfg)
         assert est.total_s < limit_s * 0.8, (name, est)
         if name == "quick":
@@ -232,7 +233,7 @@ def test_limit_group_is_added_once_and_can_be_turned_off():
 
 
 def test_limit_group_skips_fio_that_would_not_read_the_whole_file():
-    _, p = plan_of("[[hashers]]\nvariant = \"v\"\n", [FileSpec("/a/x.bin", 3 << 20)], limit=True)
+    _, p = plan_of("[[hashers]]\nvariant = \"v\"\n", [Dataset("/a/x.bin", 3 << 20)], limit=True)
     fio = [c.label for c in p.commands if c.tool == "fio"]
     assert fio == ["fio bs=512K iodepth=2 direct=1", "fio bs=512K iodepth=8 direct=0"]  # 2M does not divide 3M
 
@@ -251,7 +252,7 @@ def test_positional_style_for_uring_b3sum_says_so(tmp_path):
     for variant, lead in (("uring_b3sum", ["--positional"]), ("liburing_b3sum_singlethread", [])):
         text = (f'[[hashers]]\nvariant = "{variant}"\nstyle = "positional"\n'
                 f'block_size = "128K"\nqueue_depth = 4\n')
-        cfg, p = plan_of(text, [FileSpec(str(path), path.stat().st_size)])
+        cfg, p = plan_of(text, [Dataset(str(path), path.stat().st_size)])
         (command,) = p.commands
         assert list(command.argv[1:]) == [*lead, str(path), "128", "4", "0", "0", "4", "0", "0"]
         argv = [str(REPO / "build" / "bin" / variant), *command.argv[1:]]

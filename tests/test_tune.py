@@ -16,7 +16,8 @@ import pytest
 
 from harness import tune, tune_space
 from harness.config import parse_config
-from harness.plan import FileSpec, build_plan
+from harness.dataset import Dataset
+from harness.plan import build_plan
 from harness.results import read_runs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -99,7 +100,7 @@ def test_winner_is_the_fastest_finalist_or_the_tie_break_pick(tuned):
     assert len(medians) >= 2
     tuned_toml = (tuned["dir"] / "tuned.toml").read_text()
     config = parse_config(tuned_toml, "tuned.toml")
-    plan = build_plan(config, [FileSpec(str(tuned["file"]), 16 << 20)])
+    plan = build_plan(config, [Dataset(str(tuned["file"]), 16 << 20)])
     (winner,) = [c for c in plan.commands if c.tool == "hasher"]  # warm mode adds b3sum for the limit
     # Tied with the fastest: the per-round ratio's interval contains 1; with at most 5 rounds that
     # interval is the ratios' min to max (harness/stats.py).
