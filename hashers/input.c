@@ -147,7 +147,7 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 		in->borrowed_fd = true;
 	} else {
 		/* O_NONBLOCK so that a FIFO cannot block the open; it is cleared before any read. */
-		in->fd = open(in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		in->fd = open(in->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (in->walked ? O_NOFOLLOW : 0));
 		if (in->fd < 0)
 			return -errno;
 		atomic_fetch_add(&r->open_files, 1);

@@ -90,7 +90,8 @@ static void fail_unfinished(struct ring *r, int err)
 
 static int hash_all(struct ring *r, const struct options *opts, const struct variant *v)
 {
-	struct source source = { .files = opts->files, .nr_files = opts->nr_files, .check = opts->check };
+	struct source source = { .files = opts->files, .nr_files = opts->nr_files, .check = opts->check,
+				 .recursive = opts->recursive };
 	char reason[160];
 	int ret, status = 0;
 

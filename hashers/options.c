@@ -50,6 +50,7 @@ static const struct option other_options[] = {
 	{ "tag",			no_argument,		NULL, OPT_TAG },
 	{ "positional",			no_argument,		NULL, OPT_POSITIONAL },
 	{ "check",			no_argument,		NULL, 'c' },
+	{ "recursive",			no_argument,		NULL, 'r' },
 	{ "quiet",			no_argument,		NULL, 'Q' },
 	{ "verbose",			no_argument,		NULL, 'v' },
 	{ "path",			required_argument,	NULL, 'p' },
@@ -77,7 +78,7 @@ static void knob_option_name(const struct knob *k, char *buf, size_t size)
 
 static void build_option_table(struct option_table *t)
 {
-	size_t used = snprintf(t->short_options, sizeof(t->short_options), ":l:cvhV");
+	size_t used = snprintf(t->short_options, sizeof(t->short_options), ":l:crvhV");
 
 	for (size_t i = 0; i < NR_KNOBS; i++) {
 		const struct knob *k = &knob_table[i];
@@ -246,6 +247,11 @@ static void usage(FILE *out, const char *prog, const struct variant *v)
 		"      --tag                    BSD style: BLAKE3 (FILE) = HASH (default off)\n"
 		"  -c, --check                  uring_b3sum: FILEs are b3sum checksum files; verify them (default off)\n"
 		"      --quiet                  uring_b3sum --check: print only failures (default off)\n\n"
+		"Ours:\n"
+		"  -r, --recursive              hash every regular file under each FILE that is a directory, depth\n"
+		"                               first, the paths in byte order (as find DIR -type f | LC_ALL=C sort);\n"
+		"                               symlinks inside are neither followed nor hashed, FIFOs, sockets\n"
+		"                               and devices skipped (default off: a directory is an error)\n\n"
 		"The ring's options:\n",
 		prog, prog, v->chooses_path ? "--positional " : "");
 	for (size_t i = 0; i < NR_KNOBS; i++)
@@ -528,6 +534,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 		case OPT_POSITIONAL:
 			return bad_usage(prog, "--positional comes first, followed by FILE and seven numbers");
 		case 'c': opts->check = true; break;
+		case 'r': opts->recursive = true; break;
 		case 'Q': opts->quiet = true; break;
 		case 'v': opts->verbose = true; break;
 		case 'p':
@@ -580,6 +587,10 @@ static int check_b3sum_rules(const struct options *opts, const char *prog)
 		return bad_usage(prog, "--keyed reads the key from stdin: the following required arguments were not provided: <FILE>...");
 	if (opts->quiet && !opts->check)
 		return bad_usage(prog, "--quiet goes with --check: the following required arguments were not provided: --check");
+	if (opts->recursive && opts->check)
+		return bad_usage(prog, "the argument '--check' cannot be used with '--recursive': a checksum file names its files");
+	if (opts->recursive && opts->format.raw)
+		return bad_usage(prog, "the argument '--raw' cannot be used with '--recursive': --raw writes one file's bytes");
 	return -1;
 }
 

@@ -71,6 +71,7 @@ struct options {
 	unsigned num_threads;		/* --num-threads: hashing threads; 0: every core */
 	bool no_mmap;			/* --no-mmap: never hash from a mapping of the page cache */
 	bool check;			/* uring_b3sum: FILEs are b3sum checksum files to verify */
+	bool recursive;			/* --recursive: hash the files of directories among the FILEs */
 	bool quiet;			/* with --check: print only failures */
 	bool verbose;			/* say how each file is read */
 	int path_choice;		/* PATH_AUTO, PATH_MEMORY or PATH_RING */
@@ -113,6 +114,7 @@ struct input {
 	uint8_t expected[BLAKE3_OUT_LEN];
 	int fd;
 	bool borrowed_fd;		/* stdin: not ours to close */
+	bool walked;			/* found by --recursive: a symlink there is not followed */
 	bool stream;			/* a pipe, character device or stdin: read in order up to end of file */
 	bool stream_pending;		/* a stream's read is in flight: its next one waits */
 	bool direct;			/* read with O_DIRECT */
@@ -300,11 +302,28 @@ const char *ringsum_strerror(int err);
 const char *describe_error(int err, char *buf, size_t size);
 bool utf8_valid(const char *s, size_t len);
 
-/* source.c: the inputs, one at a time: the FILEs, or the lines of the checksum files with --check */
+/* source.c: the inputs, one at a time: the FILEs (walked with --recursive), or the lines of the checksum files with --check */
+struct walk_level {
+	char *names;			/* each entry: 'd' or 'f', then its name and a NUL */
+	size_t names_size;
+	size_t *entries;		/* where each entry starts in names, in walk order */
+	size_t entries_size, nr_entries, next;
+	size_t path_len;		/* of the directory's path in walk.path, with its '/' */
+};
+
+struct walk {
+	struct walk_level *levels;	/* the directories being walked, outermost first */
+	size_t depth, capacity;
+	char *path;			/* the directory's path under walk, then the entry's name */
+	size_t path_size;
+};
+
 struct source {
 	char **files;
 	int nr_files, next_file;
 	bool check;
+	bool recursive;			/* a directory among the FILEs is walked */
+	struct walk walk;
 	FILE *checkfile;		/* the one being read, or NULL */
 	char *line;
 	size_t capacity;
