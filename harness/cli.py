@@ -182,8 +182,6 @@ def _add_check_parsers(sub: Any) -> None:
 
 
 def _cmd_plan(a: argparse.Namespace) -> int:
-    import dataclasses as dc
-
     from harness.files import describe
     from harness.probe import HasherRejects, check_hashers
     from harness.files import resolve_files
@@ -204,7 +202,7 @@ def _cmd_plan(a: argparse.Namespace) -> int:
             raise ConfigError(f"{config.path}: {e}") from None
     if a.json:
         print(json.dumps({"commands": [c.to_json() for c in plan.commands],
-                          "files": [dc.asdict(f) for f in files], "estimate_s": est.total_s,
+                          "files": [f.to_json() for f in files], "estimate_s": est.total_s,
                           "timed_executions": plan.timed_executions,
                           "traced_executions": plan.traced_executions}, indent=2))
         return 0
@@ -212,7 +210,7 @@ def _cmd_plan(a: argparse.Namespace) -> int:
     print(f"cache: {plan.cache}   rounds: {plan.rounds} x {plan.runs_per_round}   "
           f"timeout: {config.run.timeout_s:g} s per execution")
     for f in files:
-        print(f"file: {f.path} ({format_size(f.size)}, {describe(f)})")
+        print(f"{f.kind}: {f.path} ({f.describe() if f.is_tree else format_size(f.size)}, {describe(f)})")
     print()
     group = None
     for i, c in enumerate(plan.commands, 1):

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from harness.units import format_size
+from harness.units import about_size, format_size
 
 FILE, TREE = "file", "tree"
 LIST_PLACEHOLDER = "{LIST}"  # in argv: replaced per run by the path of the dataset's NUL-separated file list
@@ -89,6 +89,9 @@ class Dataset:
     @property
     def name(self) -> str:
         return self.label or Path(self.path).name
+
+    def describe(self) -> str:
+        return f"tree of {self.files} files, {about_size(self.size)}" if self.is_tree else f"{format_size(self.size)} file"
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

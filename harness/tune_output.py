@@ -34,8 +34,8 @@ def options_lines(c: Command) -> list[str]:
 def tuned_toml(space: Space, c: Command, comment: str) -> str:
     """A config with the winner alone, run as the space's own runs are."""
     run = space.config.run
-    source = (f"file_size = {_toml(format_size(space.file.size))}" if space.file.generate
-              else f"file = {_toml(space.file.path)}")
+    source = (f"file_size = {_toml(format_size(space.file.size))}" if space.file.generate and not space.file.is_tree
+              else f"file = {_toml(space.file.path)}")  # a generated tree, as made here, is read as it is
     lines = [f"# {comment}", "# Measure it again: ringsum run <this file>", "", "[run]",
              f"rounds = {FINAL_ROUNDS}", f"cache = {_toml(run.cache)}", source, f"timeout_s = {_toml(run.timeout_s)}",
              "", "[[hashers]]", 'name = "tuned"', f"variant = {_toml(c.variant)}", *knob_toml_lines(c)]
@@ -49,7 +49,7 @@ def install_path() -> Path:
 
 def write_outputs(space: Space, o: Outcome, tune_dir: Path, install: bool) -> list[Path]:
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    where = f"machine {o.fingerprint_id or '?'}, {stamp}, {format_size(space.file.size)} file, {space.config.run.cache}"
+    where = f"machine {o.fingerprint_id or '?'}, {stamp}, {space.file.describe()}, {space.config.run.cache}"
     written = []
     p = tune_dir / "tuned.toml"
     p.write_text(tuned_toml(space, space.by_label[o.winner],

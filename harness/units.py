@@ -33,6 +33,18 @@ def format_size(n: int) -> str:
     return str(n)
 
 
+def about_size(n: int) -> str:
+    """Exact when it is a whole number of a unit (1G, 64K), else to three figures: "793 MiB"."""
+    exact = format_size(n)
+    if not exact.isdigit() or n < 1024:
+        return exact if not exact.isdigit() else f"{n} B"
+    for suffix in ("T", "G", "M", "K"):
+        if n >= _SUFFIX[suffix]:
+            v = n / _SUFFIX[suffix]
+            return f"{v:.3g} {suffix}iB" if v < 1000 else f"{v:.0f} {suffix}iB"
+    return exact
+
+
 def format_rate(bps: float | None) -> str:
     """Decimal GB/s (as the article and fio print them)."""
     if bps is None or bps != bps:  # None or NaN

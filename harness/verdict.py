@@ -19,7 +19,7 @@ from typing import Any
 from harness import stats
 from harness.tools import READ_TOOLS
 from harness.results import command_stats, succeeded
-from harness.units import format_rate, format_size
+from harness.units import about_size, format_rate, format_size
 
 RoundTimes = dict[int, float]  # round -> seconds (the median of the round's executions)
 
@@ -254,7 +254,7 @@ class Headline:
         return out
 
     def title(self) -> str:
-        what = (f"tree of {self.files} files, {format_size(self.file_size)}, {self.dataset}" if self.tree
+        what = (f"tree of {self.files} files, {about_size(self.file_size)}, {self.dataset}" if self.tree
                 else f"{format_size(self.file_size)} file")
         return f"What to use on this machine ({what}, {self.cache} cache, {self.rounds} rounds)"
 
