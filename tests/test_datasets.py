@@ -201,3 +201,39 @@ def test_a_tree_that_changes_under_a_resume_is_refused(tmp_path: Path):
     (root / "f").write_bytes(os.urandom(5000))
     p = ringsum("run", "--resume", str(rd))
     assert p.returncode == 2 and p.stderr.strip().splitlines()[-1] == f"ringsum: tree {root} changed since the run started (b3sum differs)"
+
+
+def test_plan_reads_a_tree_with_each_tool_as_it_can():
+    from harness.dataset import LIST_PLACEHOLDER, TREE, Dataset
+    from harness.plan import PlanError, build_plan
+
+    tree = Dataset("/data/t", 64 << 20, kind=TREE, files=1024, label="t")
+    one = Dataset("/data/f.bin", 64 << 20)
+    cfg = parse_config('[[hashers]]\nvariant = "uring_b3sum"\nstyle = "defaults"\n'
+                       '[[hashers]]\nvariant = "liburing_b3sum_singlethread"\n'
+                       '[baselines]\nb3sum = true\n[[commands]]\nname = "sha"\n'
+                       'argv = ["xargs", "-0", "-a", "{list}", "sha256sum"]\n', "c.toml")
+    plan = build_plan(cfg, [one, tree])
+    by = {c.label: c for c in plan.commands}
+    assert by["uring_b3sum defaults [t]"].argv[1:] == ("--recursive", "--", "/data/t")
+    assert by["uring_b3sum defaults [f.bin]"].argv[1:] == ("--", "/data/f.bin")
+    assert by["uring_b3sum defaults [t]"].block_size is None  # the hasher's own: not known here
+    assert "--recursive" in by["liburing_b3sum_singlethread bs=512K qd=4 buf=4 [t]"].argv
+    b3 = by["b3sum [t]"].argv
+    assert Path(b3[0]).name == "xargs" and b3[1:4] == ("-0", "-a", LIST_PLACEHOLDER) and b3[-1] == "--"
+    assert by["b3sum [f.bin]"].argv[-2:] == ("--", "/data/f.bin")
+    assert by["sha [t]"].argv[3] == LIST_PLACEHOLDER and by["sha [t]"].files == 1024
+    readers = {lbl for lbl, c in by.items() if c.tool in ("cat", "tar", "dd", "fio")}
+    assert {lbl for lbl in readers if lbl.endswith("[t]")} == {"cat [t]", "cat jobs=16 [t]", "tar [t]"}
+    assert "cat [f.bin]" in readers and "cat jobs=16 [f.bin]" not in readers and "tar [f.bin]" not in readers
+    assert any(lbl.startswith("dd ") and lbl.endswith("[f.bin]") for lbl in readers)
+    assert not any(c.tool in ("dd", "fio") for c in plan.commands if c.file == "/data/t")
+    jobs = by["cat jobs=16 [t]"].argv
+    assert jobs[4:8] == ("-P", "16", "-n", "16")  # 1024 files: each cat a quarter of its share
+    positional = parse_config('[[hashers]]\nvariant = "liburing_b3sum_singlethread"\nstyle = "positional"\n', "c.toml")
+    with pytest.raises(PlanError, match="the positional style reads one file, not the tree /data/t"):
+        build_plan(positional, [tree])
+    with pytest.raises(ConfigError, match='hashers\\[0\\].queue_depth: style = "defaults" runs the hasher with no knob'):
+        parse_config('[[hashers]]\nvariant = "uring_b3sum"\nstyle = "defaults"\nqueue_depth = 8\n', "c.toml")
+    with pytest.raises(ConfigError, match="{list} is a word of its own"):
+        parse_config('[[commands]]\nname = "x"\nargv = ["tool", "--from={list}"]\n', "c.toml")
