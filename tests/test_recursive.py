@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hashers_support import B3SUM, MiB, VARIANTS, b3sum_lines, program, run
+from hashers_support import B3SUM, KiB, MiB, VARIANTS, b3sum_lines, evict, program, run
 
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 DEPTH = 100
@@ -110,3 +110,18 @@ def test_recursive_refused_with(flag: str, tree: Path):
     assert result.returncode == 2 and result.stdout == b""
     (line,) = result.stderr.decode().splitlines()
     assert f"'{flag}' cannot be used with '--recursive'" in line
+
+
+def test_small_cold_files_of_a_tree_are_read_with_o_direct(tmp_path: Path):
+    """uring_b3sum's tree default (uring_b3sum.c): a cold 64 KiB file under --recursive goes O_DIRECT;
+    named alone, or with --direct-min 0 (a block or more), it is read through the page cache as before."""
+    path = tmp_path / "small" / "cold.bin"
+    path.parent.mkdir()
+    path.write_bytes(os.urandom(64 * KiB))
+    env = {**os.environ, "URING_B3SUM_OPTIONS": os.devnull}
+    for args, how in ((["-r", path.parent], ", O_DIRECT)"), (["-r", "--direct-min", "0", path.parent], "buffers)"),
+                      ([path], "buffers)")):
+        evict(path)
+        result = run([program("uring_b3sum"), "--verbose", *args], env=env)
+        assert result.returncode == 0 and result.stdout == b3sum_lines([path]), args
+        assert result.stderr.decode().endswith(how + "\n"), (args, result.stderr)
