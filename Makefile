@@ -156,7 +156,8 @@ test: deps all $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
 	$(VENV)/bin/python -m pytest -q --durations=12
 
 test-sanitize: deps $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS)
-	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(VENV)/bin/python -m pytest -q tests/test_hashers.py tests/test_uring_b3sum.py
+	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(VENV)/bin/python -m pytest -q tests/test_hashers.py tests/test_uring_b3sum.py \
+		tests/test_recursive.py
 	RINGSUM_BIN_DIR=$(DIR_tsan)/bin RINGSUM_VARIANTS=$(BIN_multithread),$(BIN_uring_b3sum) \
 		$(VENV)/bin/python -m pytest -q tests/test_hashers.py
 

@@ -135,6 +135,11 @@ static void say_how(const struct ring *r, const struct input *in)
 			in->direct ? ", O_DIRECT" : "");
 }
 
+static uint64_t direct_min(const struct ring *r)
+{
+	return r->knobs.direct_min ? r->knobs.direct_min : r->knobs.block_size;
+}
+
 static int open_input(struct ring *r, struct input *in, unsigned index)
 {
 	bool regular, cached;
@@ -169,7 +174,7 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	 * O_DIRECT into the ring's own buffers skips both (docs/cold-path.md).
 	 */
 	in->direct = !in->stream && !in->from_memory &&
-		     (r->knobs.direct || (r->direct_when_cold && regular && in->size >= r->knobs.block_size && !cached));
+		     (r->knobs.direct || (r->direct_when_cold && regular && in->size >= direct_min(r) && !cached));
 	/* F_SETFL sets every flag it can change: this clears O_NONBLOCK. */
 	if (!in->borrowed_fd && fcntl(in->fd, F_SETFL, in->direct ? O_DIRECT : 0)) {
 		if (errno != EINVAL || !in->direct)

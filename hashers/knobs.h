@@ -35,7 +35,11 @@
 	       "limit on unfinished read requests") \
 	NUMBER(buffers, BUFFERS, 'n', URING, 0, 1, UINT32_MAX, "buf", 5, "N", \
 	       "the ring's buffer count", "buffer", "is more than 32 bits hold", \
-	       "buffers in the ring")
+	       "buffers in the ring") \
+	NUMBER(direct_min, SIZE, 0, ALL, 0, 0, MAX_BLOCK_SIZE, "dmin", 0, "SIZE", \
+	       "the smallest O_DIRECT file", "byte", "is larger than the 1G maximum", \
+	       "uring_b3sum: O_DIRECT for a cold file of SIZE or more\n" \
+	       "(0: of a block or more; cold: not all in the page cache)")
 
 #define RINGSUM_FLAGS(FLAG) \
 	FLAG(direct, 'd', ALL, "direct", 3, "read with O_DIRECT; SIZE must be a multiple of 4096") \
@@ -52,7 +56,7 @@
 	     "best with large power-of-two blocks") \
 	FLAG(fadvise_sequential, 0, ALL, "seq", 0, "POSIX_FADV_SEQUENTIAL on buffered reads: doubles readahead") \
 	FLAG(buffered, 0, ALL, "buffered", 0, "never O_DIRECT, not even for uring_b3sum's cold files\n" \
-	     "(its default for a file of a block or more not all in the page cache)") \
+	     "(its default for a cold file of --direct-min or more)") \
 	FLAG(dontcache, 0, ALL, "dontcache", 0, "RWF_DONTCACHE on buffered reads (Linux 6.14+)\n" \
 	     "pages leave the page cache once copied") \
 	FLAG(huge_pages, 0, ALL, "huge", 0, "buffers on 2M transparent huge pages\n" \

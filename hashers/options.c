@@ -30,6 +30,7 @@ static const struct knob knob_table[] = {
 	RINGSUM_FLAGS(FLAG_ROW)
 };
 #define NR_KNOBS ARRAY_SIZE(knob_table)
+_Static_assert(NR_KNOBS <= 64, "struct options' given has a bit per knob");
 
 /* Options without a short form; a knob's is OPT_KNOB + its row. */
 enum {
@@ -226,9 +227,15 @@ static void knob_usage(FILE *out, const struct knob *k, const struct knobs *defa
 
 static void usage(FILE *out, const char *prog, const struct variant *v)
 {
+	char size[32], tree[128] = "";
 	struct knobs defaults;
 
 	knob_defaults(&defaults, v, false);
+	if (v->tree_direct_min) {
+		format_size(v->tree_direct_min, size, sizeof(size));
+		snprintf(tree, sizeof(tree), "%*s%s: --direct-min %s unless given (small cold files)\n",
+			 HELP_COLUMN, "", v->name, size);
+	}
 	fprintf(out,
 		"Usage: %s [OPTION]... [FILE]...\n"
 		"   or: %s %sFILE BLOCK_KIB QUEUE_DEPTH USE_O_DIRECT PROCESS_IN_INNER_LOOP BUFFERS USE_DRAIN USE_LINK\n"
@@ -251,9 +258,11 @@ static void usage(FILE *out, const char *prog, const struct variant *v)
 		"  -r, --recursive              hash every regular file under each FILE that is a directory, depth\n"
 		"                               first, the paths in byte order (as find DIR -type f | LC_ALL=C sort);\n"
 		"                               symlinks inside are neither followed nor hashed, FIFOs, sockets\n"
-		"                               and devices skipped (default off: a directory is an error)\n\n"
+		"                               and devices skipped (default off: a directory is an error)\n"
+		"%s\n"
 		"The ring's options:\n",
-		prog, prog, v->chooses_path ? "--positional " : "");
+		prog, prog, v->chooses_path ? "--positional " : "",
+		tree);
 	for (size_t i = 0; i < NR_KNOBS; i++)
 		knob_usage(out, &knob_table[i], &defaults, v);
 	fprintf(out,
@@ -444,7 +453,8 @@ static int parse_article_form(struct options *opts, char **argv, const char *pro
 	opts->knobs.direct = v[2];
 	opts->knobs.process_in_inner_loop = v[3];
 	opts->knobs.buffers = v[4];
-	opts->buffers_given = true;
+	for (size_t i = 0; i < NR_KNOBS; i++)
+		opts->given |= (uint64_t)(knob_table[i].positional != 0) << i;
 	opts->knobs.drain = v[5];
 	opts->knobs.link = v[6];
 	opts->files = &argv[1];
@@ -475,6 +485,7 @@ static int parse_knob(struct options *opts, const struct knob *k, const char *va
 	unsigned count;
 
 	knob_option_name(k, name, sizeof(name));
+	opts->given |= 1ull << (k - knob_table);
 	switch (k->type) {
 	case KNOB_FLAG:
 		knob_set(&opts->knobs, k, true);
@@ -489,7 +500,6 @@ static int parse_knob(struct options *opts, const struct knob *k, const char *va
 		if (!parse_unsigned(value, &count))
 			return bad_usage(prog, "invalid --%s '%s': expected a whole number", name, value);
 		knob_set(&opts->knobs, k, count);
-		opts->buffers_given |= k->type == KNOB_BUFFERS;
 	}
 	return -1;
 }
@@ -687,6 +697,14 @@ static int parse_defaults_file(struct options *opts, const char *prog, const str
 	return ret;
 }
 
+static bool knob_given(const struct options *opts, size_t offset)
+{
+	for (size_t i = 0; i < NR_KNOBS; i++)
+		if (knob_table[i].offset == offset)
+			return opts->given >> i & 1;
+	return false;
+}
+
 /* Returns -1 to go on, or the exit status to leave with at once. */
 int parse_options(struct options *opts, int argc, char **argv, const struct variant *v)
 {
@@ -708,7 +726,9 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 	}
 	if (ret >= 0)
 		return ret;
-	if (!opts->buffers_given)
+	if (opts->recursive && v->tree_direct_min && !knob_given(opts, offsetof(struct knobs, direct_min)))
+		opts->knobs.direct_min = v->tree_direct_min;
+	if (!knob_given(opts, offsetof(struct knobs, buffers)))
 		opts->knobs.buffers = opts->knobs.queue_depth * buffers_per_depth(v);
 	ret = validate(opts, v, v->name);
 	if (ret >= 0)

@@ -76,7 +76,7 @@ struct options {
 	bool verbose;			/* say how each file is read */
 	int path_choice;		/* PATH_AUTO, PATH_MEMORY or PATH_RING */
 	bool path_given;
-	bool buffers_given;
+	uint64_t given;			/* bit i: knob_table[i] was given (options.c) */
 	char defaults_text[4096];	/* uring_b3sum's options file; option values point into it */
 	const char *trace_path;		/* CSV of consumer runs, or NULL */
 	char **files;
@@ -91,11 +91,12 @@ struct variant {
 	unsigned setup_flags;		/* io_uring setup flags to try, dropped in turn */
 	bool chooses_path;		/* hashes files in the page cache from memory (uring_b3sum) */
 	bool falls_back;		/* without io_uring, reads with pread() instead of failing */
-	bool direct_when_cold;		/* reads a file of a block or more that is not all cached with O_DIRECT */
+	bool direct_when_cold;		/* reads a file of --direct-min or more that is not all cached with O_DIRECT */
 	bool huge_pages;		/* default of --huge-pages */
 	size_t block_size;		/* default; 0: the article's 512K */
 	unsigned queue_depth;		/* default; 0: the article's 4 */
 	unsigned buffers_per_depth;	/* default buffers per queue depth; 0: 1 */
+	size_t tree_direct_min;		/* --direct-min with --recursive unless given; 0: as without */
 	int (*hash_stream)(struct ring *ring);
 };
 

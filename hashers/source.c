@@ -241,7 +241,8 @@ static int read_entries(struct walk_level *l, DIR *dir)
 	}
 	if (errno)
 		return -errno;
-	qsort_r(l->entries, l->nr_entries, sizeof(size_t), compare_entries, l->names);
+	if (l->nr_entries)	/* an empty directory has no array to sort */
+		qsort_r(l->entries, l->nr_entries, sizeof(size_t), compare_entries, l->names);
 	return 0;
 }
 

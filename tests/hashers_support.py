@@ -55,6 +55,16 @@ def data_file(size: int, name: str | None = None) -> Path:
     return path
 
 
+def evict(path: Path) -> None:
+    """Drop one file from the page cache, leaving everything else alone."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def b3sum_lines(paths: list[Path]) -> bytes:
     """The official b3sum's output for these paths, checked against the Python blake3 package."""
     result = run([B3SUM, *paths])

@@ -11,19 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from hashers_support import B3SUM, BIN_DIR, REPO, MiB, b3sum_lines, data_file, program, run
+from hashers_support import B3SUM, BIN_DIR, REPO, MiB, b3sum_lines, data_file, evict, program, run
 
 URING_B3SUM = "uring_b3sum"
 
-
-def evict(path: Path) -> None:
-    """Drop one file from the page cache, leaving everything else alone."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def test_cached_file_is_hashed_from_memory_and_cold_file_through_the_ring(tmp_path):
