@@ -76,7 +76,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.knobs import KnobsError, KnobTable, load_knobs
+from harness.knobs import KnobsError, hasher_knobs, load_knobs
 from harness.config_schema import (BASELINE_TOOLS, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, ConfigError, Constraint,
                                    DatasetDecl, Group, Nominal, RunSettings)
 from harness.dataset import TreeRecipe
@@ -103,15 +103,6 @@ MAX_TREE_FILES = 1 << 20
 def _one_line(text: str) -> str:
     """Keys and values from the file may hold line breaks or other controls: escape them, keep one line."""
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
-
-
-# How a knob of each type of the hashers' table (harness/knobs.py) is read from a config.
-_HASHER_PARSERS: dict[str, Parser] = {"size": size, "count": posint, "buffers": buffers, "flag": boolean}
-
-
-def hasher_knobs(table: KnobTable) -> dict[str, tuple[Parser, tuple[Any, ...]]]:
-    """A hasher group's knobs: each of the table's, parsed by its type, the article's default."""
-    return {k.name: (_HASHER_PARSERS[k.type], (_HASHER_PARSERS[k.type](k.default),)) for k in table}
 
 
 _CONSTRAINT_RE = re.compile(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import values
 from harness.units import format_size
 from harness.variants import REPO_ROOT, VARIANTS
 
@@ -147,3 +148,15 @@ def markdown_table(table: KnobTable) -> str:
         help_text = k.help.replace("\n(", " (").replace("\n", "; ").replace("|", "\\|")
         lines.append(f"| `{k.name}` | `{k.option}` | {default} | {users} | {help_text} |")
     return "\n".join(lines) + "\n"
+
+
+_PARSERS: dict[str, values.Parser] = {"size": values.size, "count": values.posint, "buffers": values.buffers,
+                                      "flag": values.boolean}
+
+
+def hasher_knobs(table: KnobTable) -> dict[str, tuple[values.Parser, tuple[Any, ...]]]:
+    """A hasher group's config knobs: each of the table's, parsed by its type (a number whose least
+    is 0 may be 0), the article's default."""
+    parsers = {k.name: {"size": values.size_or_0, "count": values.count}[k.type] if k.min == 0 and not k.is_flag
+               else _PARSERS[k.type] for k in table}
+    return {k.name: (parsers[k.name], (parsers[k.name](k.default),)) for k in table}

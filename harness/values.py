@@ -31,6 +31,13 @@ def size(v: Any) -> int:
     return n
 
 
+def size_or_0(v: Any) -> int:
+    try:
+        return parse_size(v)
+    except ValueError:
+        raise ValueError(f"expected a size like 512K, or 0, got {show(v)}") from None
+
+
 def posint(v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
         raise ValueError(f"expected a positive integer, got {show(v)}")
