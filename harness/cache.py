@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import ctypes.util
+import functools
 import json
 import mmap
 import os
@@ -48,6 +49,7 @@ class _Stat(ctypes.Structure):
                 ("nr_recently_evicted", ctypes.c_uint64)]
 
 
+@functools.cache  # find_library runs ldconfig: once per process, not once per file of a tree
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
 
@@ -145,19 +147,23 @@ def drop_caches(path: str | os.PathLike[str] | None = None) -> None:
     `echo 3`: a cold tree's directories and inodes are read from the disk too, as a fresh walk's are."""
     os.sync()
     tree = path is not None and _is_tree(path)
-    try:
-        with open(DROP_CACHES, "w") as f:
-            f.write("3\n" if tree else "1\n")
-    except PermissionError:
-        raise CacheError("cannot write /proc/sys/vm/drop_caches (not root?)") from None
-    except OSError as e:
-        raise CacheError(f"cannot write /proc/sys/vm/drop_caches: {e}") from None
+    _drop("3" if tree else "1")
     if path is not None and not tree:
         fd = os.open(path, os.O_RDONLY)
         try:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+
+
+def _drop(what: str) -> None:
+    try:
+        with open(DROP_CACHES, "w") as f:
+            f.write(what + "\n")
+    except PermissionError:
+        raise CacheError("cannot write /proc/sys/vm/drop_caches (not root?)") from None
+    except OSError as e:
+        raise CacheError(f"cannot write /proc/sys/vm/drop_caches: {e}") from None
 
 
 def read_file(path: str | os.PathLike[str], chunk: int = 8 << 20) -> int:
@@ -191,6 +197,8 @@ def prepare(path: str, log: str | None, drop: bool, warm: bool) -> dict[str, obj
     if warm:
         make_warm(path)
     frac, method = resident_fraction(path)
+    if drop and _is_tree(path):
+        _drop("3")  # measuring opened every file: their inodes and directories go again, the data was never read
     rec = {"file": path, "resident": round(frac, 6), "method": method, "dropped": drop,
            "time": time.time()}
     if log:
