@@ -137,7 +137,7 @@ static void say_how(const struct ring *r, const struct input *in)
 
 static uint64_t direct_min(const struct ring *r)
 {
-	return r->knobs.direct_min ? r->knobs.direct_min : r->knobs.block_size;
+	return r->knobs.direct_min < r->knobs.block_size ? r->knobs.direct_min : r->knobs.block_size;
 }
 
 static int open_input(struct ring *r, struct input *in, unsigned index)

@@ -36,10 +36,10 @@
 	NUMBER(buffers, BUFFERS, 'n', URING, 0, 1, UINT32_MAX, "buf", 5, "N", \
 	       "the ring's buffer count", "buffer", "is more than 32 bits hold", \
 	       "buffers in the ring") \
-	NUMBER(direct_min, SIZE, 0, ALL, 0, 0, MAX_BLOCK_SIZE, "dmin", 0, "SIZE", \
+	NUMBER(direct_min, SIZE, 0, ALL, MAX_BLOCK_SIZE, 1, MAX_BLOCK_SIZE, "dmin", 0, "SIZE", \
 	       "the smallest O_DIRECT file", "byte", "is larger than the 1G maximum", \
-	       "uring_b3sum: O_DIRECT for a cold file of SIZE or more\n" \
-	       "(0: of a block or more; cold: not all in the page cache)")
+	       "uring_b3sum: O_DIRECT for a cold file of a block or SIZE or more\n" \
+	       "cold: not all in the page cache")
 
 #define RINGSUM_FLAGS(FLAG) \
 	FLAG(direct, 'd', ALL, "direct", 3, "read with O_DIRECT; SIZE must be a multiple of 4096") \

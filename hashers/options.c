@@ -233,7 +233,7 @@ static void usage(FILE *out, const char *prog, const struct variant *v)
 	knob_defaults(&defaults, v, false);
 	if (v->tree_direct_min) {
 		format_size(v->tree_direct_min, size, sizeof(size));
-		snprintf(tree, sizeof(tree), "%*s%s: --direct-min %s unless given (small cold files)\n",
+		snprintf(tree, sizeof(tree), "%*s%s: --direct-min defaults to %s with it (small cold files)\n",
 			 HELP_COLUMN, "", v->name, size);
 	}
 	fprintf(out,

@@ -96,7 +96,7 @@ struct variant {
 	size_t block_size;		/* default; 0: the article's 512K */
 	unsigned queue_depth;		/* default; 0: the article's 4 */
 	unsigned buffers_per_depth;	/* default buffers per queue depth; 0: 1 */
-	size_t tree_direct_min;		/* --direct-min with --recursive unless given; 0: as without */
+	size_t tree_direct_min;		/* --direct-min with --recursive unless given; 0: none */
 	int (*hash_stream)(struct ring *ring);
 };
 
