@@ -15,8 +15,8 @@
  *
  *	short: its one-letter option, or 0
  *	needs: what a variant must have for the knob to act (ALL, URING: an io_uring
- *	      ring, WAITS: a loop that waits on completions); other variants check it,
- *	      then ignore it
+ *	      ring, WAITS: a loop that waits on completions, MEMORY: the path that hashes
+ *	      a cached file from memory); other variants check it, then ignore it
  *	label: its word in a benchmark command's label (before "=" for numbers)
  *	positional: its place among the article's seven numbers, 0 for none
  */
@@ -35,7 +35,11 @@
 	       "limit on unfinished read requests") \
 	NUMBER(buffers, BUFFERS, 'n', URING, 0, 1, UINT32_MAX, "buf", 5, "N", \
 	       "the ring's buffer count", "buffer", "is more than 32 bits hold", \
-	       "buffers in the ring")
+	       "buffers in the ring") \
+	NUMBER(stage_size, SIZE, 0, MEMORY, 1u << 20, MIN_STAGE_SIZE, MAX_STAGE_SIZE, "stage", 0, "SIZE", \
+	       "the stage size", "bytes", "is larger than the 64M maximum", \
+	       "bytes per task hashing a cached file from memory, at most\n" \
+	       "(each task is first copied into a per-thread buffer in L2)")
 
 #define RINGSUM_FLAGS(FLAG) \
 	FLAG(direct, 'd', ALL, "direct", 3, "read with O_DIRECT; SIZE must be a multiple of 4096") \
@@ -72,7 +76,7 @@ struct knobs {
 };
 
 enum knob_type { KNOB_SIZE, KNOB_COUNT, KNOB_BUFFERS, KNOB_FLAG };
-enum knob_needs { KNOB_NEEDS_ALL, KNOB_NEEDS_URING, KNOB_NEEDS_WAITS };
+enum knob_needs { KNOB_NEEDS_ALL, KNOB_NEEDS_URING, KNOB_NEEDS_WAITS, KNOB_NEEDS_MEMORY };
 
 /* One row of either table, for the code that walks them (options.c). */
 struct knob {
