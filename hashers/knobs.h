@@ -38,8 +38,9 @@
 	       "buffers in the ring") \
 	NUMBER(stage_size, SIZE, 0, MEMORY, 1u << 20, MIN_STAGE_SIZE, MAX_STAGE_SIZE, "stage", 0, "SIZE", \
 	       "the stage size", "bytes", "is larger than the 64M maximum", \
-	       "bytes per task hashing a cached file from memory, at most\n" \
-	       "(each task is first copied into a per-thread buffer in L2)")
+	       "bytes per task hashing a cached file from memory, at most;\n" \
+	       "a power of two (others round down), each task first copied into\n" \
+	       "a per-thread buffer in L2")
 
 #define RINGSUM_FLAGS(FLAG) \
 	FLAG(direct, 'd', ALL, "direct", 3, "read with O_DIRECT; SIZE must be a multiple of 4096") \

@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -96,8 +97,7 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
   if (!use_tbb || l_input_len < grain.load(std::memory_order_relaxed)) {
     uint8_t *stage = nullptr;
     size_t stage_len = staging.load(std::memory_order_relaxed);
-    // The halves are adjacent: one subtree of l + r bytes. The few larger
-    // ones, at the end of a file of no power-of-two size, are hashed in place.
+    // The halves are adjacent: one subtree of l + r bytes.
     if (use_tbb && l_input_len + r_input_len <= stage_len &&
         (stage = stage_buffer(stage_len))) {
       memcpy(stage, l_input, l_input_len + r_input_len);
@@ -138,10 +138,12 @@ extern "C" void hash_parallel(blake3_hasher *hasher, const void *data,
 }
 
 // The same for a mapping of the page cache: each serial subtree, of at most
-// stage bytes, staged.
+// stage bytes, staged. Below a power-of-two grain the larger half is at most
+// half of it, so every serial subtree fits that grain's stage.
 extern "C" void hash_mapped(blake3_hasher *hasher, const void *data,
                             size_t len, size_t stage) noexcept {
-  set_grain(len, MAPPED_TASKS, stage, stage);
+  size_t task = std::bit_floor(stage);
+  set_grain(len, MAPPED_TASKS, task, task);
   blake3_hasher_update_tbb(hasher, data, len);
 }
 
