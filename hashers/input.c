@@ -54,7 +54,7 @@ static bool fully_cached(int fd, uint64_t size)
 	return cs.nr_cache >= (size + page - 1) / page;
 }
 
-static int hash_from_memory(struct input *in)
+static int hash_from_memory(const struct ring *r, struct input *in)
 {
 	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, old;
 	uint64_t size = in->size;
@@ -68,7 +68,7 @@ static int hash_from_memory(struct input *in)
 		return -errno;
 	mapped_file_lost_pages = 0;
 	sigaction(SIGBUS, &sa, &old);
-	hash_mapped(&in->hasher, map, size);	/* the whole file at once: every core */
+	hash_mapped(&in->hasher, map, size, r->knobs.stage_size);	/* the whole file at once: every core */
 	sigaction(SIGBUS, &old, NULL);
 	munmap(map, size);
 	return mapped_file_lost_pages ? -ERR_FILE_CHANGED : 0;
@@ -273,7 +273,7 @@ void input_finish(struct ring *r, struct input *in)
 	bool match;
 
 	if (!in->error && in->from_memory)
-		in->error = hash_from_memory(in);
+		in->error = hash_from_memory(r, in);
 	if (!in->error)
 		in->error = check_unchanged(in);
 	if (in->fd >= 0 && !in->borrowed_fd) {

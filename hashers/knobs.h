@@ -15,8 +15,8 @@
  *
  *	short: its one-letter option, or 0
  *	needs: what a variant must have for the knob to act (ALL, URING: an io_uring
- *	      ring, WAITS: a loop that waits on completions); other variants check it,
- *	      then ignore it
+ *	      ring, WAITS: a loop that waits on completions, MEMORY: the path that hashes
+ *	      a cached file from memory); other variants check it, then ignore it
  *	label: its word in a benchmark command's label (before "=" for numbers)
  *	positional: its place among the article's seven numbers, 0 for none
  */
@@ -39,7 +39,12 @@
 	NUMBER(direct_min, SIZE, 0, ALL, MAX_BLOCK_SIZE, 1, MAX_BLOCK_SIZE, "dmin", 0, "SIZE", \
 	       "the smallest O_DIRECT file", "byte", "is larger than the 1G maximum", \
 	       "uring_b3sum: O_DIRECT for a cold file of a block or SIZE or more\n" \
-	       "cold: not all in the page cache")
+	       "cold: not all in the page cache") \
+	NUMBER(stage_size, SIZE, 0, MEMORY, 1u << 20, MIN_STAGE_SIZE, MAX_STAGE_SIZE, "stage", 0, "SIZE", \
+	       "the stage size", "bytes", "is larger than the 64M maximum", \
+	       "bytes per task hashing a cached file from memory, at most;\n" \
+	       "a power of two (others round down), each task first copied into\n" \
+	       "a per-thread buffer in L2")
 
 #define RINGSUM_FLAGS(FLAG) \
 	FLAG(direct, 'd', ALL, "direct", 3, "read with O_DIRECT; SIZE must be a multiple of 4096") \
@@ -76,7 +81,7 @@ struct knobs {
 };
 
 enum knob_type { KNOB_SIZE, KNOB_COUNT, KNOB_BUFFERS, KNOB_FLAG };
-enum knob_needs { KNOB_NEEDS_ALL, KNOB_NEEDS_URING, KNOB_NEEDS_WAITS };
+enum knob_needs { KNOB_NEEDS_ALL, KNOB_NEEDS_URING, KNOB_NEEDS_WAITS, KNOB_NEEDS_MEMORY };
 
 /* One row of either table, for the code that walks them (options.c). */
 struct knob {

@@ -130,6 +130,7 @@ static bool knob_used(const struct knob *k, const struct variant *v)
 	switch (k->needs) {
 	case KNOB_NEEDS_URING: return v->uses_uring;
 	case KNOB_NEEDS_WAITS: return v->waits_on_completions;
+	case KNOB_NEEDS_MEMORY: return v->chooses_path;
 	default: return true;
 	}
 }
@@ -316,7 +317,8 @@ static void json_default(FILE *out, const struct knob *k, const struct knobs *de
 static void knobs_json(FILE *out, const struct variant *v)
 {
 	static const char *const types[] = { "size", "count", "buffers", "flag" };
-	static const char *const needs[] = { "all", "io_uring", "a loop that waits on completions" };
+	static const char *const needs[] = { "all", "io_uring", "a loop that waits on completions",
+					      "hashing from the page cache" };
 	struct knobs article, own;
 	char name[32];
 

@@ -20,6 +20,9 @@
  * from DRAM. So each serial subtree is first copied, one sequential stream,
  * into a per-thread buffer and hashed there: 0.126 s against 0.141 s with
  * BLAKE3's join and 0.132 s for b3sum (`make bench`, hot 1 GiB, 2 cores).
+ * Its subtrees are larger than a ring block's, up to the stage size (the
+ * --stage-size knob): on a hot 1 GiB file 1 MiB tasks made 0.93x b3sum
+ * against 0.95-0.97x for 256 KiB ones (docs/cold-path.md, "Hot").
  *
  * The grain and staging only decide where and from what copy the work runs,
  * never what is computed: any setting gives the same hash, so callers on
@@ -33,6 +36,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -48,29 +52,33 @@ static_assert(TBB_USE_EXCEPTIONS == 0, "build with C++ exceptions disabled");
 namespace {
 
 constexpr size_t MIN_GRAIN = 32 * 1024;	// two AVX-512 leaves: forking less is pure overhead
-constexpr size_t MAX_GRAIN = 256 * 1024;	// so that a serial subtree fits the stage
-constexpr size_t TASKS = 2048;		// per call, at most (about)
-constexpr size_t STAGE = 2 * MAX_GRAIN;	// a serial subtree, at most; well inside L2
+constexpr size_t MAX_GRAIN = 256 * 1024;	// a ring block's subtrees, at most
+constexpr size_t TASKS = 2048;		// per ring block, at most (about)
+constexpr size_t MAPPED_TASKS = 1024;	// per mapped file: 1 MiB tasks for 1 GiB
 
 std::atomic<size_t> grain{MIN_GRAIN};
-std::atomic<bool> staging{false};
+std::atomic<size_t> staging{0};	// bytes of stage per thread; 0: hash in place
 
-// This thread's stage, mapped on first use and kept for the thread's life;
-// nullptr if it cannot be had (then the subtree is hashed in place).
-uint8_t *stage_buffer() {
+// This thread's stage of at least len bytes, mapped on first use and kept for
+// the thread's life; nullptr if it cannot be had (then the subtree is hashed
+// in place).
+uint8_t *stage_buffer(size_t len) {
   static thread_local uint8_t *stage;
-  static thread_local bool tried;
-  if (!tried) {
-    tried = true;
-    void *p = mmap(nullptr, STAGE, PROT_READ | PROT_WRITE,
+  static thread_local size_t size;
+  if (size < len) {
+    if (stage)
+      munmap(stage, size);
+    void *p = mmap(nullptr, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     stage = p == MAP_FAILED ? nullptr : static_cast<uint8_t *>(p);
+    size = stage ? len : 0;
   }
   return stage;
 }
 
-void set_grain(size_t len, bool stage) {
-  grain.store(std::clamp(len / TASKS, MIN_GRAIN, MAX_GRAIN), std::memory_order_relaxed);
+void set_grain(size_t len, size_t tasks, size_t max_grain, size_t stage) {
+  grain.store(std::clamp(len / tasks, MIN_GRAIN, std::max(max_grain, MIN_GRAIN)),
+              std::memory_order_relaxed);
   staging.store(stage, std::memory_order_relaxed);
 }
 
@@ -88,9 +96,10 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
   // The left subtree is the larger: below the grain, so is everything under it.
   if (!use_tbb || l_input_len < grain.load(std::memory_order_relaxed)) {
     uint8_t *stage = nullptr;
+    size_t stage_len = staging.load(std::memory_order_relaxed);
     // The halves are adjacent: one subtree of l + r bytes.
-    if (use_tbb && staging.load(std::memory_order_relaxed) &&
-        l_input_len + r_input_len <= STAGE && (stage = stage_buffer())) {
+    if (use_tbb && l_input_len + r_input_len <= stage_len &&
+        (stage = stage_buffer(stage_len))) {
       memcpy(stage, l_input, l_input_len + r_input_len);
       l_input = stage;
       r_input = stage + l_input_len;
@@ -115,7 +124,8 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
 
 #else
 namespace {
-void set_grain(size_t, bool) {}  // BLAKE3's join has neither grain nor stage
+constexpr size_t TASKS = 0, MAX_GRAIN = 0, MAPPED_TASKS = 0;
+void set_grain(size_t, size_t, size_t, size_t) {}  // BLAKE3's join has neither grain nor stage
 }  // namespace
 #endif  // RINGSUM_BLAKE3_JOIN
 
@@ -123,14 +133,17 @@ void set_grain(size_t, bool) {}  // BLAKE3's join has neither grain nor stage
 // in cache (a ring block, just read).
 extern "C" void hash_parallel(blake3_hasher *hasher, const void *data,
                               size_t len) noexcept {
-  set_grain(len, false);
+  set_grain(len, TASKS, MAX_GRAIN, 0);
   blake3_hasher_update_tbb(hasher, data, len);
 }
 
-// The same for a mapping of the page cache: each serial subtree staged.
+// The same for a mapping of the page cache: each serial subtree, of at most
+// stage bytes, staged. Below a power-of-two grain the larger half is at most
+// half of it, so every serial subtree fits that grain's stage.
 extern "C" void hash_mapped(blake3_hasher *hasher, const void *data,
-                            size_t len) noexcept {
-  set_grain(len, true);
+                            size_t len, size_t stage) noexcept {
+  size_t task = std::bit_floor(stage);
+  set_grain(len, MAPPED_TASKS, task, task);
   blake3_hasher_update_tbb(hasher, data, len);
 }
 

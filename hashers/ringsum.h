@@ -17,6 +17,8 @@
 #define DIRECT_ALIGN 4096u
 #define MAX_BLOCK_SIZE (1ul << 30)
 #define MAX_QUEUE_DEPTH 32768u		/* IORING_MAX_ENTRIES */
+#define MIN_STAGE_SIZE (32ul << 10)	/* two AVX-512 leaves: a smaller task forks for nothing */
+#define MAX_STAGE_SIZE (64ul << 20)	/* per hashing thread */
 #define MAX_FIXED_BUFFERS 16384u	/* IORING_MAX_REG_BUFFERS */
 #define HUGE_PAGE_SIZE (2u << 20)
 #ifndef RWF_DONTCACHE
@@ -238,8 +240,8 @@ static inline enum cell_state cell_state(struct cell *c)
 
 /* blake3_hasher_update_tbb() forking no finer than pays on this length (parallel_hash.cpp). */
 void hash_parallel(blake3_hasher *hasher, const void *data, size_t len);
-/* The same for a mapping of the page cache, staging each serial subtree through L2. */
-void hash_mapped(blake3_hasher *hasher, const void *data, size_t len);
+/* The same for a mapping of the page cache, each task of at most stage bytes staged through L2. */
+void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage);
 /* --num-threads: no more hashing threads than this. */
 void hash_limit_threads(size_t threads);
 

@@ -39,14 +39,18 @@ def test_forced_paths_give_the_same_hashes(choice):
 
 
 def test_parallel_hashing_either_side_of_its_grain():
-    """parallel_hash.cpp forks no finer than a 2048th of the length, at least 32 KiB, and from memory
-    copies each serial subtree into a stage first: lengths either side of the edges, from memory
-    (one call per file, staged) and per ring block (not staged)."""
+    """parallel_hash.cpp forks no finer than a 2048th of the length (from memory a 1024th, at most
+    --stage-size), at least 32 KiB, and from memory copies each serial subtree into a stage
+    first: lengths either side of the edges, from memory (one call per file, staged) with the smallest,
+    the default, one of no power of two (rounded down) and the largest stage, and per ring block (not
+    staged)."""
     KiB = 1024
     sizes = (32 * KiB - 1, 32 * KiB + 1, 64 * KiB + 1, 64 * MiB - 1, 64 * MiB + 2049, 96 * MiB + 1)
     paths = [data_file(size) for size in sizes]
     expected = b3sum_lines(paths)
-    for args in (["--path", "memory"], ["--path", "ring", "--parallel-hash", "--block-size", "4M"]):
+    for args in (["--path", "memory", "--stage-size", "32K"], ["--path", "memory"],
+                 ["--path", "memory", "--stage-size", "100K"], ["--path", "memory", "--stage-size", "64M"],
+                 ["--path", "ring", "--parallel-hash", "--block-size", "4M"]):
         result = run([program(URING_B3SUM), *args, *paths])
         assert result.returncode == 0, result.stderr
         assert result.stdout == expected, args
