@@ -24,7 +24,7 @@ from analysis.chart_data import (GB, RUN_COLOURS, Skip, colour, command_name, fo
                                  size_text, subtitle, tied_with_fastest)
 from harness import verdict  # noqa: E402
 from harness.results import command_stats, succeeded  # noqa: E402
-from harness.units import format_size  # noqa: E402
+from harness.units import about_size, format_size  # noqa: E402
 
 
 # --- shared helpers ---
@@ -341,8 +341,12 @@ def chart_small_files(run: Run) -> Figure | Skip:
                 linestyle=("-", "--", ":", "-.")[used[c] % 4], label=short_label(command), alpha=0.85)
     names = runs.groupby("mean_size")["label"].first().map(lambda lbl: lbl[len(command_name(lbl)):].strip(" []"))
     ax.set_xscale("log", base=2)
-    ax.set_xticks([float(x) for x in names.index],
-                  [f"{size_text(int(x))}\n{n}" if n else size_text(int(x)) for x, n in names.items()], fontsize=8)
+    ticks, last = [], 0.0
+    for x, n in names.items():  # a tick close to the one before goes a line lower
+        low = "\n\n" if last and x / last < 1.6 and not ticks[-1].startswith("\n") else ""
+        ticks.append(low + f"{about_size(int(x))}" + (f"\n{n}" if n else ""))
+        last = x
+    ax.set_xticks([float(x) for x in names.index], ticks, fontsize=8)
     ax.set_xlabel("mean file size of the dataset (log scale)")
     ax.set_ylabel("median throughput (GB/s), higher is better")
     ax.grid(alpha=0.3, which="both")
