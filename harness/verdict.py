@@ -245,7 +245,7 @@ class Headline:
                             + "; ".join([self.use, *self.tied])))
         for v in self.faster_than_limit:
             out.append(("FINDING", f"{v.label} is faster than the speed limit ({v.ratio.text(3)} x its time): "
-                        "the run's read-only commands missed a faster way to read the file"))
+                        f"the run's read-only commands missed a faster way to read the {'tree' if self.tree else 'file'}"))
         if self.median is not None:
             short = self.median.confidence < stats.CONFIDENCE
             out.append(("intervals", f"95% for medians and per-round ratios, {INTERVAL_METHOD}"
@@ -306,7 +306,7 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
         for label, tool in tools.items():
             if tool not in READ_TOOLS and label in times:
                 ratio = paired(times[label], h.limit.per_round)
-                if ratio.median < 1.0:
+                if stats.outcome(ratio) == "faster":  # a median under 1 with 1 in its interval is at the limit
                     h.faster_than_limit.append(Versus(label, ratio))
     hashers = fastest(times, [lbl for lbl, tool in tools.items() if tool == "hasher"])
     if not hashers:

@@ -135,9 +135,12 @@ static void say_how(const struct ring *r, const struct input *in)
 			in->direct ? ", O_DIRECT" : "");
 }
 
+/* 0 is "a block": the default, so that a sweep passing every knob keeps it. */
 static uint64_t direct_min(const struct ring *r)
 {
-	return r->knobs.direct_min < r->knobs.block_size ? r->knobs.direct_min : r->knobs.block_size;
+	uint64_t min = r->knobs.direct_min;
+
+	return min && min < r->knobs.block_size ? min : r->knobs.block_size;
 }
 
 static int open_input(struct ring *r, struct input *in, unsigned index)

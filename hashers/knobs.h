@@ -36,15 +36,15 @@
 	NUMBER(buffers, BUFFERS, 'n', URING, 0, 1, UINT32_MAX, "buf", 5, "N", \
 	       "the ring's buffer count", "buffer", "is more than 32 bits hold", \
 	       "buffers in the ring") \
-	NUMBER(direct_min, SIZE, 0, ALL, MAX_BLOCK_SIZE, 1, MAX_BLOCK_SIZE, "dmin", 0, "SIZE", \
+	NUMBER(direct_min, SIZE, 0, ALL, 0, 0, MAX_BLOCK_SIZE, "dmin", 0, "SIZE", \
 	       "the smallest O_DIRECT file", "byte", "is larger than the 1G maximum", \
 	       "uring_b3sum: O_DIRECT for a cold file of a block or SIZE or more\n" \
-	       "cold: not all in the page cache") \
+	       "(cold: not all in the page cache); 0: a block, 4K under --recursive") \
 	NUMBER(stage_size, SIZE, 0, MEMORY, 1u << 20, MIN_STAGE_SIZE, MAX_STAGE_SIZE, "stage", 0, "SIZE", \
 	       "the stage size", "bytes", "is larger than the 64M maximum", \
-	       "bytes per task hashing a cached file from memory, at most;\n" \
-	       "a power of two (others round down), each task first copied into\n" \
-	       "a per-thread buffer in L2")
+	       "bytes per task hashing a cached file from memory, at most\n" \
+	       "a power of two (others round down)\n" \
+	       "each task is first copied into a per-thread buffer in L2")
 
 #define RINGSUM_FLAGS(FLAG) \
 	FLAG(direct, 'd', ALL, "direct", 3, "read with O_DIRECT; SIZE must be a multiple of 4096") \

@@ -234,7 +234,7 @@ static void usage(FILE *out, const char *prog, const struct variant *v)
 	knob_defaults(&defaults, v, false);
 	if (v->tree_direct_min) {
 		format_size(v->tree_direct_min, size, sizeof(size));
-		snprintf(tree, sizeof(tree), "%*s%s: --direct-min defaults to %s with it (small cold files)\n",
+		snprintf(tree, sizeof(tree), "%*s%s: --direct-min 0 (its default) is %s with it (small cold files)\n",
 			 HELP_COLUMN, "", v->name, size);
 	}
 	fprintf(out,
@@ -728,7 +728,7 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 	}
 	if (ret >= 0)
 		return ret;
-	if (opts->recursive && v->tree_direct_min && !knob_given(opts, offsetof(struct knobs, direct_min)))
+	if (opts->recursive && v->tree_direct_min && !opts->knobs.direct_min)
 		opts->knobs.direct_min = v->tree_direct_min;
 	if (!knob_given(opts, offsetof(struct knobs, buffers)))
 		opts->knobs.buffers = opts->knobs.queue_depth * buffers_per_depth(v);

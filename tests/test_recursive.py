@@ -114,13 +114,15 @@ def test_recursive_refused_with(flag: str, tree: Path):
 
 def test_small_cold_files_of_a_tree_are_read_with_o_direct(tmp_path: Path):
     """uring_b3sum's tree default (uring_b3sum.c): a cold 64 KiB file under --recursive goes O_DIRECT;
-    named alone, or with --direct-min 1G (then a block or more), it is read through the page cache as before."""
+    so with --direct-min 0 (the default a sweep passes on); named alone, or with --direct-min 1G (then a block
+    or more), it is read through the page cache as before."""
     path = tmp_path / "small" / "cold.bin"
     path.parent.mkdir()
     path.write_bytes(os.urandom(64 * KiB))
     env = {**os.environ, "URING_B3SUM_OPTIONS": os.devnull}
-    for args, how in ((["-r", path.parent], ", O_DIRECT)"), (["-r", "--direct-min", "1G", path.parent], "buffers)"),
-                      ([path], "buffers)")):
+    for args, how in ((["-r", path.parent], ", O_DIRECT)"), (["-r", "--direct-min", "0", path.parent], ", O_DIRECT)"),
+                      (["-r", "--direct-min", "1G", path.parent], "buffers)"), ([path], "buffers)"),
+                      (["--direct-min", "0", path], "buffers)")):
         evict(path)
         result = run([program("uring_b3sum"), "--verbose", *args], env=env)
         assert result.returncode == 0 and result.stdout == b3sum_lines([path]), args

@@ -143,6 +143,17 @@ def test_a_hasher_faster_than_the_limit_is_a_finding_a_reader_never_is(tmp_path)
     assert "FINDING:    fast is faster than the speed limit (0.700 [0.700, 0.875] x its time)" in text
 
 
+def test_a_hasher_that_ties_with_the_limit_is_no_finding(tmp_path):
+    """A median under the limit whose interval holds 1 is at the limit, not past it."""
+    rows = []
+    for r, t in enumerate([0.45, 0.55, 0.47, 0.52, 0.48], 1):
+        rows += [record("cat", "cat", r, 0.50), record("close", "hasher", r, t)]
+    h = verdict.headline(runs_table(tmp_path, rows), "cold")
+    assert h.vs_limit.median < 1.0 and h.vs_limit.low < 1.0 < h.vs_limit.high
+    assert h.faster_than_limit == []
+    assert "FINDING" not in verdict.summarize(runs_table(tmp_path, rows), "cold")
+
+
 # --- the headline: a tie is a tie ---
 
 def _race(tmp_path: Path, a: list[float], b: list[float]):
