@@ -44,7 +44,12 @@
 	       "the stage size", "bytes", "is larger than the 64M maximum", \
 	       "bytes per task hashing a cached file from memory, at most\n" \
 	       "a power of two (others round down)\n" \
-	       "each task is first copied into a per-thread buffer in L2")
+	       "each task is first copied into a per-thread buffer in L2") \
+	NUMBER(map_release, SIZE, 0, MEMORY, 8u << 20, 0, MAX_BLOCK_SIZE, "release", 0, "SIZE", \
+	       "the release size", "bytes", "is larger than the 1G maximum", \
+	       "a cached file's mapping is released in pieces of SIZE as each is hashed\n" \
+	       "(peak RSS: a few pieces, not the file)\n" \
+	       "a power of two (others round down), 64K at least; 0: all at the end")
 
 #define RINGSUM_FLAGS(FLAG) \
 	FLAG(direct, 'd', ALL, "direct", 3, "read with O_DIRECT; SIZE must be a multiple of 4096") \
