@@ -39,7 +39,7 @@
 	NUMBER(direct_min, SIZE, 0, ALL, 0, 0, MAX_BLOCK_SIZE, "dmin", 0, "SIZE", \
 	       "the smallest O_DIRECT file", "byte", "is larger than the 1G maximum", \
 	       "uring_b3sum: O_DIRECT for a cold file of a block or SIZE or more\n" \
-	       "(cold: not all in the page cache); 0: a block, 4K under --recursive") \
+	       "(cold: under 3/4 in the page cache); 0: a block, 4K under --recursive") \
 	NUMBER(stage_size, SIZE, 0, MEMORY, 1u << 20, MIN_STAGE_SIZE, MAX_STAGE_SIZE, "stage", 0, "SIZE", \
 	       "the stage size", "bytes", "is larger than the 64M maximum", \
 	       "bytes per task hashing a cached file from memory, at most\n" \

@@ -30,6 +30,24 @@ def test_cached_file_is_hashed_from_memory_and_cold_file_through_the_ring(tmp_pa
     assert b"reading through the io_uring ring (4096K blocks, 8 deep, 16 buffers, O_DIRECT)" in cold.stderr
 
 
+def test_a_mostly_cached_file_is_hashed_from_memory(tmp_path):
+    """Three quarters of a file in the page cache is enough for the memory path (the rest is faulted
+    in); half is not: that file is read again through the ring."""
+    path = tmp_path / "mostly.bin"
+    path.write_bytes(data_file(16 * MiB + 3).read_bytes())
+    # whole 2 MiB pieces: the page cache may hold the file in folios that large, and drops no part of one
+    for evicted, how in ((2 * MiB, b"hashing from the page cache"), (8 * MiB, b"O_DIRECT")):
+        path.read_bytes()
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 2 * MiB, evicted, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        result = run([program(URING_B3SUM), "--verbose", path])
+        assert result.stdout == b3sum_lines([path]) and how in result.stderr, (evicted, result.stderr)
+
+
 @pytest.mark.parametrize("choice", ["memory", "ring", "auto"])
 def test_forced_paths_give_the_same_hashes(choice):
     paths = [data_file(size) for size in (0, 1, 4096, 4097, 3 * MiB + 1, 64 * MiB)]
