@@ -34,7 +34,9 @@
  *
  * The grain and staging only decide where and from what copy the work runs,
  * never what is computed: any setting gives the same hash, so callers on
- * different threads may race on them.
+ * different threads may race on them. A release drops pages only inside the
+ * mapping being hashed, and only once they are hashed: a ring block hashed
+ * meanwhile on another thread is never touched.
  *
  * Built with -DRINGSUM_BLAKE3_JOIN (build/blake3join/, for `make bench`),
  * the join is left out, the entry points set nothing and BLAKE3's own join
@@ -67,7 +69,11 @@ constexpr size_t MIN_RELEASE = 64 * 1024;	// whole pages, of any page size Linux
 
 std::atomic<size_t> grain{MIN_GRAIN};
 std::atomic<size_t> staging{0};	// bytes of stage per thread; 0: hash in place
-std::atomic<size_t> releasing{0};	// subtrees of this size are unmapped once hashed; 0: none
+// Subtrees of this size inside the mapping being hashed are unmapped once
+// hashed. Only inside it: a ring block hashed on another thread meanwhile is
+// the ring's own memory, which must never be dropped.
+std::atomic<size_t> releasing{0};
+std::atomic<uintptr_t> mapped_begin{0}, mapped_end{0};
 
 // This thread's stage of at least len bytes, mapped on first use and kept for
 // the thread's life; nullptr if it cannot be had (then the subtree is hashed
@@ -86,12 +92,16 @@ uint8_t *stage_buffer(size_t len) {
   return stage;
 }
 
-void set_grain(size_t len, size_t tasks, size_t max_grain, size_t stage,
-               size_t release) {
+void set_grain(size_t len, size_t tasks, size_t max_grain, size_t stage) {
   grain.store(std::clamp(len / tasks, MIN_GRAIN, std::max(max_grain, MIN_GRAIN)),
               std::memory_order_relaxed);
   staging.store(stage, std::memory_order_relaxed);
+}
+
+void set_mapping(const void *data, size_t len, size_t release) {
   releasing.store(release, std::memory_order_relaxed);
+  mapped_begin.store(reinterpret_cast<uintptr_t>(data), std::memory_order_relaxed);
+  mapped_end.store(reinterpret_cast<uintptr_t>(data) + len, std::memory_order_release);
 }
 
 // A hashed subtree of the release size, or a task (a serial subtree) of at
@@ -99,6 +109,10 @@ void set_grain(size_t len, size_t tasks, size_t max_grain, size_t stage,
 // this process's RSS. Subtrees start at multiples of their power-of-two size
 // in a page-aligned mapping, so the range is whole pages.
 void release_hashed(const uint8_t *input, size_t len, bool task) {
+  uintptr_t begin = reinterpret_cast<uintptr_t>(input);
+  if (begin + len > mapped_end.load(std::memory_order_acquire) ||
+      begin < mapped_begin.load(std::memory_order_relaxed))
+    return;
   size_t release = releasing.load(std::memory_order_relaxed);
   if (release && (len == release || (task && len > release)))
     madvise(const_cast<uint8_t *>(input), len, MADV_DONTNEED);
@@ -151,7 +165,8 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
 #else
 namespace {
 constexpr size_t TASKS = 0, MAX_GRAIN = 0, MAPPED_TASKS = 0, MIN_RELEASE = 0;
-void set_grain(size_t, size_t, size_t, size_t, size_t) {}  // BLAKE3's join has neither grain nor stage
+void set_grain(size_t, size_t, size_t, size_t) {}  // BLAKE3's join has neither grain nor stage
+void set_mapping(const void *, size_t, size_t) {}  // nor releases
 }  // namespace
 #endif  // RINGSUM_BLAKE3_JOIN
 
@@ -159,7 +174,7 @@ void set_grain(size_t, size_t, size_t, size_t, size_t) {}  // BLAKE3's join has 
 // in cache (a ring block, just read).
 extern "C" void hash_parallel(blake3_hasher *hasher, const void *data,
                               size_t len) noexcept {
-  set_grain(len, TASKS, MAX_GRAIN, 0, 0);
+  set_grain(len, TASKS, MAX_GRAIN, 0);
   blake3_hasher_update_tbb(hasher, data, len);
 }
 
@@ -170,9 +185,10 @@ extern "C" void hash_parallel(blake3_hasher *hasher, const void *data,
 extern "C" void hash_mapped(blake3_hasher *hasher, const void *data,
                             size_t len, size_t stage, size_t release) noexcept {
   size_t task = std::bit_floor(stage);
-  set_grain(len, MAPPED_TASKS, task, task,
-            release ? std::bit_floor(std::max(release, MIN_RELEASE)) : 0);
+  set_grain(len, MAPPED_TASKS, task, task);
+  set_mapping(data, len, release ? std::bit_floor(std::max(release, MIN_RELEASE)) : 0);
   blake3_hasher_update_tbb(hasher, data, len);
+  set_mapping(nullptr, 0, 0);
 }
 
 // b3sum's --num-threads: at most this many threads hash, for the rest of the run.
