@@ -93,12 +93,12 @@ struct variant {
 	unsigned setup_flags;		/* io_uring setup flags to try, dropped in turn */
 	bool chooses_path;		/* hashes files in the page cache from memory (uring_b3sum) */
 	bool falls_back;		/* without io_uring, reads with pread() instead of failing */
-	bool direct_when_cold;		/* reads a file of --direct-min or more that is not all cached with O_DIRECT */
+	bool direct_when_cold;		/* reads a file of --direct-min or more, under 3/4 cached, with O_DIRECT */
 	bool huge_pages;		/* default of --huge-pages */
 	size_t block_size;		/* default; 0: the article's 512K */
 	unsigned queue_depth;		/* default; 0: the article's 4 */
 	unsigned buffers_per_depth;	/* default buffers per queue depth; 0: 1 */
-	size_t tree_direct_min;		/* --direct-min with --recursive unless given; 0: none */
+	size_t tree_direct_min;		/* what --direct-min 0 means with --recursive; 0: a block, as without */
 	int (*hash_stream)(struct ring *ring);
 };
 

@@ -56,18 +56,27 @@ static const char *find_last(const char *s, size_t len, const char *needle, size
 	return NULL;
 }
 
-static int grow_text(struct input *in, size_t size)
+/* Room for need units of unit bytes in *buf, the capacity doubled as it grows. */
+static int grow(void **buf, size_t *capacity, size_t need, size_t unit)
 {
-	char *grown;
+	size_t want = *capacity ? *capacity : 64;
+	void *grown;
 
-	if (size <= in->text_size)
+	if (need <= *capacity)
 		return 0;
-	grown = realloc(in->text, size);
+	while (want < need)
+		want *= 2;
+	grown = reallocarray(*buf, want, unit);
 	if (!grown)
 		return -ENOMEM;
-	in->text = grown;
-	in->text_size = size;
+	*buf = grown;
+	*capacity = want;
 	return 0;
+}
+
+static int grow_text(struct input *in, size_t size)
+{
+	return grow((void **)&in->text, &in->text_size, size, 1);
 }
 
 /*
@@ -169,23 +178,6 @@ static int next_check_line(struct source *s, struct input *in)
 }
 
 /* --- --recursive: a depth-first walk with its own stack, one directory's sorted names per level --- */
-
-static int grow(void **buf, size_t *capacity, size_t need, size_t unit)
-{
-	size_t want = *capacity ? *capacity : 64;
-	void *grown;
-
-	if (need <= *capacity)
-		return 0;
-	while (want < need)
-		want *= 2;
-	grown = reallocarray(*buf, want, unit);
-	if (!grown)
-		return -ENOMEM;
-	*buf = grown;
-	*capacity = want;
-	return 0;
-}
 
 /*
  * A directory sorts as its name followed by '/', a file as its name alone: the
