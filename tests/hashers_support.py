@@ -55,12 +55,13 @@ def data_file(size: int, name: str | None = None) -> Path:
     return path
 
 
-def evict(path: Path) -> None:
-    """Drop one file from the page cache, leaving everything else alone."""
+def evict(path: Path, offset: int = 0, length: int = 0) -> None:
+    """Drop one file (or `length` bytes of it from `offset`; 0: to its end) from the page cache,
+    leaving everything else alone."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
 

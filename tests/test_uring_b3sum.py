@@ -38,12 +38,7 @@ def test_a_mostly_cached_file_is_hashed_from_memory(tmp_path):
     # whole 2 MiB pieces: the page cache may hold the file in folios that large, and drops no part of one
     for evicted, how in ((2 * MiB, b"hashing from the page cache"), (8 * MiB, b"O_DIRECT")):
         path.read_bytes()
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-            os.posix_fadvise(fd, 2 * MiB, evicted, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+        evict(path, 2 * MiB, evicted)
         result = run([program(URING_B3SUM), "--verbose", path])
         assert result.stdout == b3sum_lines([path]) and how in result.stderr, (evicted, result.stderr)
 
