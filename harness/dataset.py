@@ -119,6 +119,14 @@ def tree_files(root: str | os.PathLike[str]) -> Iterator[tuple[str, int]]:
     yield from walk(os.fspath(root))
 
 
+def tree_shape(root: str | os.PathLike[str]) -> tuple[int, int]:
+    """(files, bytes) of the tree: what a dataset records of it, and checks again before a run."""
+    n = total = 0
+    for _, size in tree_files(root):
+        n, total = n + 1, total + size
+    return n, total
+
+
 def write_list(root: str, out: Path) -> tuple[int, int]:
     """The tree's paths, NUL-separated (for `xargs -0 -a`); returns (files, bytes)."""
     n = total = 0

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness.config_schema import Config
-from harness.dataset import TREE, Dataset, TreeRecipe, tree_files
+from harness.dataset import TREE, Dataset, TreeRecipe, tree_shape
 from harness.units import format_size
 
 
@@ -64,13 +64,12 @@ def _users_path(path: Path, want: int | None) -> Dataset:
 
 def _users_tree(path: Path) -> Dataset:
     try:
-        files = list(tree_files(path))
+        files, total = tree_shape(path)
     except OSError as e:
         raise FileError(f"cannot read the tree {path}: {e.strerror} ({e.filename})") from None
-    total = sum(size for _, size in files)
     if total == 0:
         raise FileError(f"tree {path} holds no bytes in regular files (throughput would mean nothing)")
-    return Dataset(str(path), total, kind=TREE, files=len(files))
+    return Dataset(str(path), total, kind=TREE, files=files)
 
 
 def _owned_tree(d: Path, name: str, recipe: TreeRecipe | None) -> Dataset:
@@ -122,10 +121,9 @@ def _tree_as_planned(spec: Dataset) -> bool:
     if p.is_symlink() or not p.is_dir():
         return False
     try:
-        files = list(tree_files(p))
+        return tree_shape(p) == (spec.files, spec.size)
     except OSError:
         return False
-    return len(files) == spec.files and sum(n for _, n in files) == spec.size
 
 
 def ensure_dataset(spec: Dataset, log: Callable[[str], None]) -> None:

@@ -36,13 +36,13 @@ def format_size(n: int) -> str:
 def about_size(n: int) -> str:
     """Exact when it is a whole number of a unit (1G, 64K), else to three figures: "793 MiB"."""
     exact = format_size(n)
-    if not exact.isdigit() or n < 1024:
-        return exact if not exact.isdigit() else f"{n} B"
-    for suffix in ("T", "G", "M", "K"):
-        if n >= _SUFFIX[suffix]:
-            v = n / _SUFFIX[suffix]
-            return f"{v:.3g} {suffix}iB" if v < 1000 else f"{v:.0f} {suffix}iB"
-    return exact
+    if not exact.isdigit():
+        return exact
+    suffix = next((s for s in ("T", "G", "M", "K") if n >= _SUFFIX[s]), None)
+    if suffix is None:
+        return f"{n} B"
+    v = n / _SUFFIX[suffix]
+    return f"{v:.3g} {suffix}iB" if v < 1000 else f"{v:.0f} {suffix}iB"
 
 
 def format_rate(bps: float | None) -> str:

@@ -201,7 +201,7 @@ class Headline:
     file_size: int
     cache: str
     rounds: int
-    files: int = 1  # in the dataset: more than one, or a directory, is a tree
+    files: int = 1  # in the dataset: more than one is a tree
     dataset: str = ""  # its path
     use: str | None = None  # the hasher with the lowest median time
     argv: list[str] | None = None
@@ -400,9 +400,9 @@ def summary_json(runs: Any, cache: str, argv: dict[str, list[str]] | None = None
         commands.append({"label": r.label, "tool": r.tool, "n": r.n, "failed": r.failed,
                          "median_s": r.median_s, "min_s": r.min_s, "max_s": r.max_s, "hash": _hash_word(r.hash_ok_all),
                          "vs_limit": ratio.to_json() if ratio is not None else None})
-    h = headline(runs, cache, argv)
+    headlines = [headline(runs, cache, argv, f).to_json() for f in files_by_size(runs)]
     return {"interval": {"confidence": stats.CONFIDENCE, "method": INTERVAL_METHOD},
-            "headline": h.to_json(),
-            "headlines": [headline(runs, cache, argv, f).to_json() for f in files_by_size(runs)],
+            "headline": headlines[-1] if headlines else headline(runs, cache, argv).to_json(),  # the largest's
+            "headlines": headlines,
             "blake3_in_memory": blake3_in_memory(runs) if cache == "warm" else None,
             "commands": commands}
