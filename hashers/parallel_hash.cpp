@@ -28,9 +28,10 @@
  * unmapped, so a 4 GiB file hashed from its mapping peaked at 4.2 GB. Each
  * subtree of the release size (--map-release) drops its pages from the
  * mapping (MADV_DONTNEED: the page cache keeps them) once hashed: 22 MiB peak
- * RSS on 1 GiB at 8 MiB pieces, at no measured cost, where 1 MiB pieces split
- * the 2 MiB folios' mappings (6% slower) and hashing a window at a time waited
- * for the slowest task of each (5%).
+ * RSS on 1 GiB at 8 MiB pieces, and no slower than keeping the mapping to the
+ * end. 1 MiB pieces (which split the 2 MiB folios' mappings) were no faster
+ * than keeping it, and mapping a window at a time 2-5% slower, likely as each
+ * window waits for its last task (docs/cold-path.md).
  *
  * The grain and staging only decide where and from what copy the work runs,
  * never what is computed: any setting gives the same hash, so callers on
