@@ -75,7 +75,7 @@ static int hash_from_memory(const struct ring *r, struct input *in)
 	mapped_file_lost_pages = 0;
 	sigaction(SIGBUS, &sa, &old);
 	/* the whole file at once, every core: a window at a time would wait for the slowest task of each */
-	hash_mapped(&in->hasher, map, size, r->knobs.stage_size, r->knobs.map_release);
+	hash_mapped(&in->hasher, map, size, r->knobs.stage_size, r->knobs.stage_copy, r->knobs.map_release);
 	sigaction(SIGBUS, &old, NULL);
 	munmap(map, size);
 	return mapped_file_lost_pages ? -ERR_FILE_CHANGED : 0;

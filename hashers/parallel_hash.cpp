@@ -17,12 +17,14 @@
  * mapping, but 169 ms hashing the buffer a read() loop gets, still in L2
  * after the kernel's copy (b3sum against b3sum --no-mmap). BLAKE3 reads 16
  * chunks 1 KiB apart at once, which the prefetcher seems to follow poorly
- * from DRAM. So each serial subtree is first copied, one sequential stream,
- * into a per-thread buffer and hashed there: 0.126 s against 0.141 s with
- * BLAKE3's join and 0.132 s for b3sum (`make bench`, hot 1 GiB, 2 cores).
- * Its subtrees are larger than a ring block's, up to the stage size (the
- * --stage-size knob): on a hot 1 GiB file 1 MiB tasks made 0.93x b3sum
- * against 0.95-0.97x for 256 KiB ones (docs/cold-path.md, "Hot").
+ * from DRAM. So each serial subtree (a task, up to the stage size: the
+ * --stage-size knob) is first read once, one load per cache line in order,
+ * which the prefetcher does follow, and then hashed in place from the cache:
+ * one core, 1 MiB tasks, 0.210-0.220 s per GiB against 0.229-0.234 s when
+ * each task is first copied into a per-thread buffer (what this did before,
+ * still the --stage-copy knob) and 0.246-0.264 s in place without the read
+ * (prefetch instructions instead of loads: 0.239-0.251 s). Raced hot on
+ * both cores: 0.89-0.92x b3sum, the copy 0.97x (docs/cold-path.md, "Hot").
  *
  * Releasing (the same): a mapped file's pages stay in the process's RSS until
  * unmapped, so a 4 GiB file hashed from its mapping peaked at 4.2 GB. Each
@@ -69,7 +71,8 @@ constexpr size_t MAPPED_TASKS = 1024;	// per mapped file: 1 MiB tasks for 1 GiB
 constexpr size_t MIN_RELEASE = 64 * 1024;	// whole pages, of any page size Linux has
 
 std::atomic<size_t> grain{MIN_GRAIN};
-std::atomic<size_t> staging{0};	// bytes of stage per thread; 0: hash in place
+std::atomic<size_t> staging{0};	// bytes per staged task; 0: hash in place as it is
+std::atomic<bool> stage_copy{false};	// staged by a copy, not by a read in place
 // Subtrees of this size inside the mapping being hashed are unmapped once
 // hashed. Only inside it: a ring block hashed on another thread meanwhile is
 // the ring's own memory, which must never be dropped.
@@ -93,10 +96,21 @@ uint8_t *stage_buffer(size_t len) {
   return stage;
 }
 
-void set_grain(size_t len, size_t tasks, size_t max_grain, size_t stage) {
+// One load per cache line, in order: the prefetcher follows a single stream,
+// and the task is in the cache before BLAKE3's 16 strided streams read it.
+void read_once(const uint8_t *input, size_t len) {
+  const volatile uint8_t *line = input;
+  uint8_t sum = 0;
+  for (size_t i = 0; i < len; i += 64)
+    sum += line[i];
+  (void)sum;
+}
+
+void set_grain(size_t len, size_t tasks, size_t max_grain, size_t stage, bool copy) {
   grain.store(std::clamp(len / tasks, MIN_GRAIN, std::max(max_grain, MIN_GRAIN)),
               std::memory_order_relaxed);
   staging.store(stage, std::memory_order_relaxed);
+  stage_copy.store(copy, std::memory_order_relaxed);
 }
 
 void set_mapping(const void *data, size_t len, size_t release) {
@@ -136,11 +150,14 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
     const uint8_t *input = l_input;
     size_t stage_len = staging.load(std::memory_order_relaxed);
     // The halves are adjacent: one subtree of l + r bytes.
-    if (use_tbb && l_input_len + r_input_len <= stage_len &&
-        (stage = stage_buffer(stage_len))) {
-      memcpy(stage, l_input, l_input_len + r_input_len);
-      l_input = stage;
-      r_input = stage + l_input_len;
+    if (use_tbb && l_input_len + r_input_len <= stage_len) {
+      if (!stage_copy.load(std::memory_order_relaxed))
+        read_once(l_input, l_input_len + r_input_len);
+      else if ((stage = stage_buffer(stage_len))) {
+        memcpy(stage, l_input, l_input_len + r_input_len);
+        l_input = stage;
+        r_input = stage + l_input_len;
+      }
     }
     *l_n = blake3_compress_subtree_wide(l_input, l_input_len, key,
                                         l_chunk_counter, flags, l_cvs, false);
@@ -166,7 +183,7 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
 #else
 namespace {
 constexpr size_t TASKS = 0, MAX_GRAIN = 0, MAPPED_TASKS = 0, MIN_RELEASE = 0;
-void set_grain(size_t, size_t, size_t, size_t) {}  // BLAKE3's join has neither grain nor stage
+void set_grain(size_t, size_t, size_t, size_t, bool) {}  // BLAKE3's join has neither grain nor stage
 void set_mapping(const void *, size_t, size_t) {}  // nor releases
 }  // namespace
 #endif  // RINGSUM_BLAKE3_JOIN
@@ -175,18 +192,19 @@ void set_mapping(const void *, size_t, size_t) {}  // nor releases
 // in cache (a ring block, just read).
 extern "C" void hash_parallel(blake3_hasher *hasher, const void *data,
                               size_t len) noexcept {
-  set_grain(len, TASKS, MAX_GRAIN, 0);
+  set_grain(len, TASKS, MAX_GRAIN, 0, false);
   blake3_hasher_update_tbb(hasher, data, len);
 }
 
 // The same for a mapping of the page cache: each serial subtree, of at most
-// stage bytes, staged. Below a power-of-two grain the larger half is at most
-// half of it, so every serial subtree fits that grain's stage. Every subtree
-// of release bytes is unmapped once hashed.
+// stage bytes, staged (read once, or copied). Below a power-of-two grain the
+// larger half is at most half of it, so every serial subtree fits that
+// grain's stage. Every subtree of release bytes is unmapped once hashed.
 extern "C" void hash_mapped(blake3_hasher *hasher, const void *data,
-                            size_t len, size_t stage, size_t release) noexcept {
+                            size_t len, size_t stage, bool copy,
+                            size_t release) noexcept {
   size_t task = std::bit_floor(stage);
-  set_grain(len, MAPPED_TASKS, task, task);
+  set_grain(len, MAPPED_TASKS, task, task, copy);
   set_mapping(data, len, release ? std::bit_floor(std::max(release, MIN_RELEASE)) : 0);
   blake3_hasher_update_tbb(hasher, data, len);
   set_mapping(nullptr, 0, 0);

@@ -240,8 +240,8 @@ static inline enum cell_state cell_state(struct cell *c)
 
 /* blake3_hasher_update_tbb() forking no finer than pays on this length (parallel_hash.cpp). */
 void hash_parallel(blake3_hasher *hasher, const void *data, size_t len);
-/* The same for a mapping of the page cache, each task of at most stage bytes staged through L2. */
-void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, size_t release);
+/* The same for a mapping of the page cache, each task of at most stage bytes brought into the cache first. */
+void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, bool copy, size_t release);
 /* --num-threads: no more hashing threads than this. */
 void hash_limit_threads(size_t threads);
 

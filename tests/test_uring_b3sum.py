@@ -53,16 +53,19 @@ def test_forced_paths_give_the_same_hashes(choice):
 
 def test_parallel_hashing_either_side_of_its_grain():
     """parallel_hash.cpp forks no finer than a 2048th of the length (from memory a 1024th, at most
-    --stage-size), at least 32 KiB, and from memory copies each serial subtree into a stage
-    first: lengths either side of the edges, from memory (one call per file, staged) with the smallest,
-    the default, one of no power of two (rounded down) and the largest stage, releasing the mapping
-    never, in pieces smaller than a task and of no power of two, and per ring block (not staged)."""
+    --stage-size), at least 32 KiB, and from memory reads each serial subtree once before hashing
+    it in place, or hashes a copy of it (--stage-copy): lengths either side of the edges, from
+    memory (one call per file, staged) with the smallest, the default, one of no power of two
+    (rounded down) and the largest stage, read or copied, releasing the mapping never, in pieces
+    smaller than a task and of no power of two, and per ring block (not staged)."""
     KiB = 1024
     sizes = (32 * KiB - 1, 32 * KiB + 1, 64 * KiB + 1, 64 * MiB - 1, 64 * MiB + 2049, 96 * MiB + 1)
     paths = [data_file(size) for size in sizes]
     expected = b3sum_lines(paths)
     for args in (["--path", "memory", "--stage-size", "32K"], ["--path", "memory"],
                  ["--path", "memory", "--stage-size", "100K"], ["--path", "memory", "--stage-size", "64M"],
+                 ["--path", "memory", "--stage-copy", "--stage-size", "32K"], ["--path", "memory", "--stage-copy"],
+                 ["--path", "memory", "--stage-copy", "--stage-size", "64M"],
                  ["--path", "memory", "--map-release", "0"], ["--path", "memory", "--map-release", "64K"],
                  ["--path", "memory", "--map-release", "100K", "--stage-size", "32K"],
                  ["--path", "ring", "--parallel-hash", "--block-size", "4M"]):
