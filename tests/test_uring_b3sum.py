@@ -43,6 +43,22 @@ def test_a_mostly_cached_file_is_hashed_from_memory(tmp_path):
         assert result.stdout == b3sum_lines([path]) and how in result.stderr, (evicted, result.stderr)
 
 
+def test_a_large_file_is_sampled_without_aliasing(tmp_path):
+    """Above 16 MiB, residency is read from 64 windows, one in each 64th of the file at a scattered
+    place: a regular pattern of evicted pieces must still count as what it is. In a 256 MiB file
+    (a 64th is 4 MiB) every other 2 MiB piece evicted, the second of each 64th, is half the file:
+    read through the ring (windows at the start of each 64th would all see cached pages); one
+    piece in eight evicted is hashed from memory."""
+    path = tmp_path / "striped.bin"
+    path.write_bytes(data_file(256 * MiB).read_bytes())
+    for every, how in ((2, b"O_DIRECT"), (8, b"hashing from the page cache")):
+        path.read_bytes()
+        for piece in range(1, 128, every):
+            evict(path, piece * 2 * MiB, 2 * MiB)
+        result = run([program(URING_B3SUM), "--verbose", path])
+        assert result.stdout == b3sum_lines([path]) and how in result.stderr, (every, result.stderr)
+
+
 @pytest.mark.parametrize("choice", ["memory", "ring", "auto"])
 def test_forced_paths_give_the_same_hashes(choice):
     paths = [data_file(size) for size in (0, 1, 4096, 4097, 3 * MiB + 1, 64 * MiB)]
