@@ -20,11 +20,12 @@
  * from DRAM. So each serial subtree (a task, up to the stage size: the
  * --stage-size knob) is first read once, one load per cache line in order,
  * which the prefetcher does follow, and then hashed in place from the cache:
- * one core, 1 MiB tasks, 0.210-0.220 s per GiB against 0.229-0.234 s when
+ * one core, 1 MiB tasks, 0.210-0.231 s per GiB against 0.228-0.256 s when
  * each task is first copied into a per-thread buffer (what this did before,
- * still the --stage-copy knob) and 0.246-0.264 s in place without the read
- * (prefetch instructions instead of loads: 0.239-0.251 s). Raced hot on
- * both cores: 0.89-0.92x b3sum, the copy 0.97x (docs/cold-path.md, "Hot").
+ * still the --stage-copy knob) and 0.246-0.272 s in place without the read
+ * (prefetch instructions instead of loads: 0.232-0.255 s). Raced hot on
+ * both cores, 31 rounds: 0.846x b3sum, the copy 0.936x (docs/cold-path.md,
+ * "Hot"; with input.c's sampled residency check in both).
  *
  * Releasing (the same): a mapped file's pages stay in the process's RSS until
  * unmapped, so a 4 GiB file hashed from its mapping peaked at 4.2 GB. Each
