@@ -30,8 +30,8 @@
  * Releasing (the same): a mapped file's pages stay in the process's RSS until
  * unmapped, so a 4 GiB file hashed from its mapping peaked at 4.2 GB. Each
  * subtree of the release size (--map-release) drops its pages from the
- * mapping (MADV_DONTNEED: the page cache keeps them) once hashed: 22 MiB peak
- * RSS on 1 GiB at 8 MiB pieces, and no slower than keeping the mapping to the
+ * mapping (MADV_DONTNEED: the page cache keeps them) once hashed: 20 MiB peak
+ * RSS on 4 GiB at 8 MiB pieces, and no slower than keeping the mapping to the
  * end. 1 MiB pieces (which split the 2 MiB folios' mappings) were no faster
  * than keeping it, and mapping a window at a time 2-5% slower, likely as each
  * window waits for its last task (docs/cold-path.md).
