@@ -56,7 +56,7 @@ int hash_stream_pread(struct ring *r)
 			hash_update(r, &in->hasher, c->buf, got);
 			r->bytes_hashed += got;
 			if (trace_on(&r->trace))
-				trace_consumer_run(&r->trace, 0, 1, 1, r->bytes_hashed);
+				trace_consumer_run(&r->trace, 0, 1, 1, r->bytes_hashed, 1);
 		}
 		input_finish(r, in);
 	}

@@ -365,10 +365,20 @@ void ring_consumer_sleep(struct ring *r)
 
 /* --- producer: request --- */
 
+/*
+ * Only the producer writes it; the consumer reads it for the trace. The peak
+ * is what the queue depth did: the count at a consumer run alone says 0 when
+ * every read completed before the consumer looked, as under load it may.
+ */
 static void set_in_flight(struct ring *r, unsigned in_flight)
 {
-	/* Only the producer writes it; the consumer reads it for the trace. */
+	unsigned peak = atomic_load_explicit(&r->in_flight_peak, memory_order_relaxed);
+
 	atomic_store_explicit(&r->in_flight, in_flight, memory_order_relaxed);
+	while (in_flight > peak &&
+	       !atomic_compare_exchange_weak_explicit(&r->in_flight_peak, &peak, in_flight,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
 }
 
 static void make_available(struct ring *r, struct cell *c)
@@ -637,6 +647,8 @@ unsigned ring_consume(struct ring *r)
 	if (trace_on(&r->trace))
 		trace_consumer_run(&r->trace, in_flight,
 				   atomic_exchange_explicit(&r->reaped, 0, memory_order_relaxed),
-				   blocks, r->bytes_hashed);
+				   blocks, r->bytes_hashed,
+				   atomic_exchange_explicit(&r->in_flight_peak, ring_in_flight(r),
+							    memory_order_relaxed));
 	return blocks;
 }

@@ -192,6 +192,7 @@ struct ring {
 	int path_choice;
 	bool verbose;
 	_Atomic unsigned in_flight;	/* requests queued or submitted, not yet reaped */
+	_Atomic unsigned in_flight_peak; /* the most in flight since the last trace row */
 	_Atomic unsigned reaped;	/* completions since the last consumer run */
 	_Atomic int error;		/* first fatal error, negative: it stops the whole stream */
 #ifdef RINGSUM_FAULTS
@@ -288,7 +289,7 @@ int hash_stream_pread(struct ring *r);
 int trace_open(struct trace *t, const char *path);
 int trace_close(struct trace *t);
 void trace_consumer_run(struct trace *t, unsigned in_flight, unsigned reaped,
-			unsigned blocks_hashed, uint64_t bytes_hashed);
+			unsigned blocks_hashed, uint64_t bytes_hashed, unsigned peak_in_flight);
 #ifdef RINGSUM_NO_TRACE
 static inline bool trace_on(const struct trace *t) { (void)t; return false; }
 #else

@@ -10,7 +10,7 @@ int trace_open(struct trace *t, const char *path)
 	t->out = fopen(path, "we");
 	if (!t->out)
 		return -errno;
-	fputs("time_ns,in_flight,reaped,blocks_hashed,bytes_hashed\n", t->out);
+	fputs("time_ns,in_flight,reaped,blocks_hashed,bytes_hashed,peak_in_flight\n", t->out);
 	return 0;
 }
 
@@ -25,12 +25,12 @@ int trace_close(struct trace *t)
 }
 
 void trace_consumer_run(struct trace *t, unsigned in_flight, unsigned reaped,
-			unsigned blocks_hashed, uint64_t bytes_hashed)
+			unsigned blocks_hashed, uint64_t bytes_hashed, unsigned peak_in_flight)
 {
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	fprintf(t->out, "%llu,%u,%u,%u,%llu\n",
+	fprintf(t->out, "%llu,%u,%u,%u,%llu,%u\n",
 		(unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec,
-		in_flight, reaped, blocks_hashed, (unsigned long long)bytes_hashed);
+		in_flight, reaped, blocks_hashed, (unsigned long long)bytes_hashed, peak_in_flight);
 }

@@ -58,12 +58,14 @@ def test_trace_rows_add_up(variant, tmp_path):
     assert result.returncode == 0 and result.stdout == b3sum_lines([path])
     with open(trace) as f:
         rows = list(csv.DictReader(f))
-    assert list(rows[0]) == ["time_ns", "in_flight", "reaped", "blocks_hashed", "bytes_hashed"]
+    assert list(rows[0]) == ["time_ns", "in_flight", "reaped", "blocks_hashed", "bytes_hashed", "peak_in_flight"]
     times = [int(r["time_ns"]) for r in rows]
     assert times == sorted(times)
     assert sum(int(r["blocks_hashed"]) for r in rows) == 64 * MiB // block
     assert int(rows[-1]["bytes_hashed"]) == 64 * MiB
-    assert all(0 <= int(r["in_flight"]) <= depth for r in rows)
+    assert all(0 <= int(r["in_flight"]) <= int(r["peak_in_flight"]) <= depth for r in rows)
+    # The ring's first fill is the whole depth, whenever the consumer looks; pread reads one at a time.
+    assert max(int(r["peak_in_flight"]) for r in rows) == (1 if variant == "b3sum_pread" else depth)
     assert sum(int(r["reaped"]) for r in rows) == 64 * MiB // block
     assert all(int(r["blocks_hashed"]) <= buffers for r in rows), "a consumer run is at most one lap of the ring"
 
