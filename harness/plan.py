@@ -267,10 +267,14 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
                     slug, n = f"{base}-{n}", n + 1
                 slugs.add(slug)
                 commands.append(dataclasses.replace(c, slug=slug, trace_argv=c.trace_argv if config.run.trace else None))
+    # A group its own rules empty is a mistake, even beside others: a sweep of the baselines alone
+    # would end "no hasher ran" after the whole run.
     empty = [g for g in config.groups if not _expand_grid(g)]
     if config.groups and len(empty) == len(config.groups):
         raise PlanError(f"{config.path}: the exclude/constraints rules leave no command to run")
-    notes += [f"group {g.name}: every combination excluded; it runs nothing" for g in empty]
+    if empty:
+        raise PlanError(f"{config.path}: group {empty[0].name}: the exclude/constraints rules leave it no "
+                        "command to run; loosen them or remove the group")
     if added:
         notes.append(f"speed limit: added the read-only commands {', '.join(added)} "
                      "(the limit group; `[baselines] limit = false` turns it off)")

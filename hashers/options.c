@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ringsum.h"
 
@@ -272,7 +273,7 @@ static void usage(FILE *out, const char *prog, const struct variant *v)
 		"                               the ring (default auto: memory when the file is all in the page\n"
 		"                               cache and --direct is not given)\n"
 		"      --trace FILE             write a CSV row per consumer run: time_ns, in_flight, reaped,\n"
-		"                               blocks_hashed, bytes_hashed (default off)\n"
+		"                               blocks_hashed, bytes_hashed, peak_in_flight (default off)\n"
 		"      --positional             the article's form follows: FILE and seven numbers (default off;\n"
 		"                               the article's variants take that form without it)\n"
 		"      --knobs-json             describe the ring's options as JSON, for the harness\n"
@@ -621,6 +622,22 @@ static int check_ranges(const struct knobs *knobs, const char *prog)
 	return -1;
 }
 
+/*
+ * The ring's buffers are allocated whole before the first file, whatever its
+ * size: more than the machine's memory fails every run, so it is the options'
+ * fault and said as such (a small file would not show it).
+ */
+static int check_buffer_memory(const struct knobs *knobs, const struct variant *v, const char *prog)
+{
+	unsigned long long memory = (unsigned long long)sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE);
+	unsigned long long bytes = (unsigned long long)knobs->block_size * knobs->buffers;
+
+	if (!v->uses_uring || bytes <= memory)
+		return -1;
+	return bad_usage(prog, "--block-size %zu x --buffers %u is %llu MiB of buffers, more than this "
+			 "machine's %llu MiB of memory", knobs->block_size, knobs->buffers, bytes >> 20, memory >> 20);
+}
+
 static int validate(const struct options *opts, const struct variant *v, const char *prog)
 {
 	if (check_ranges(&opts->knobs, prog) >= 0)
@@ -647,7 +664,7 @@ static int validate(const struct options *opts, const struct variant *v, const c
 	if (opts->trace_path)
 		return bad_usage(prog, "this build has no trace code; --trace is not available");
 #endif
-	return -1;
+	return check_buffer_memory(&opts->knobs, v, prog);
 }
 
 /*

@@ -72,17 +72,16 @@ def test_constraints_see_resolved_buffers():
     assert got == [(1, 4, 4), (1, 4, 8), (1, 16, 16), (4, 4, 4), (4, 4, 8)]
 
 
-def test_everything_excluded_is_noted():
-    _, p = plan_of("""
-        [[hashers]]
-        variant = "v"
-        direct = [true]
-        exclude = [{ direct = true }]
-        [baselines]
-        cat = true
-    """)
-    assert [c.tool for c in p.commands] == ["cat"]
-    assert any("every combination excluded" in n for n in p.notes)
+def test_a_group_its_rules_empty_is_an_error_beside_others():
+    with pytest.raises(PlanError, match="the exclude/constraints rules leave it no command to run"):
+        plan_of("""
+            [[hashers]]
+            variant = "v"
+            direct = [true]
+            exclude = [{ direct = true }]
+            [baselines]
+            cat = true
+        """)
 
 
 def test_baseline_argv_and_knob_columns():

@@ -421,6 +421,9 @@ def test_a_hostile_path_reaches_every_tool_intact(tmp_path: Path):
     ('block_size = "2G"', "uring_b3sum: the block size 2147483648 is larger than the 1G maximum"),
     ("queue_depth = 100000", "uring_b3sum: the queue depth 100000 exceeds the kernel limit of 32768"),
     ('block_size = "3K"\ndirect = true', "uring_b3sum: O_DIRECT needs a block size that is a multiple of 4096"),
+    # Allocated whole before the first file: a small probe file shows it as well as the full size.
+    ('block_size = "1G"\nbuffers = 64', "uring_b3sum: --block-size 1073741824 x --buffers 64 is 65536 MiB of buffers, "
+                                        "more than this machine's"),
 ])
 def test_knobs_a_hasher_rejects_are_config_errors(tmp_path: Path, knobs: str, says: str):
     if not (REPO / "build" / "bin" / "uring_b3sum").is_file():
@@ -442,6 +445,17 @@ def test_constraints_that_exclude_everything_are_an_error(tmp_path: Path):
         p = ringsum(*cmd, str(cfg), "--size", "64K", "--dir", str(tmp_path), "--warm")
         assert p.returncode == 2
         assert one_error_line(p) == f"ringsum: {cfg}: the exclude/constraints rules leave no command to run"
+
+
+def test_a_hasher_group_emptied_beside_baselines_is_an_error(tmp_path: Path):
+    cfg = config(tmp_path, '[run]\nrounds = 1\n[[hashers]]\nname = "ours"\nvariant = "uring_b3sum"\n'
+                           'constraints = ["block_size > 1G"]\n[baselines]\ncat = true\n')
+    for cmd in (["plan"], ["run", "--out", str(tmp_path / "r")]):
+        p = ringsum(*cmd, str(cfg), "--size", "64K", "--dir", str(tmp_path), "--warm")
+        assert p.returncode == 2, p.stdout + p.stderr
+        assert one_error_line(p) == (f"ringsum: {cfg}: group ours: the exclude/constraints rules leave it no "
+                                     "command to run; loosen them or remove the group")
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_plan_over_an_hour_needs_yes(tmp_path: Path):
