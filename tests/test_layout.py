@@ -4,6 +4,7 @@ that reaches into both, and only where a report command runs. Static (every impo
 ones in functions included) and dynamic (what importing each module really loads)."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,17 @@ def test_imports_go_one_way_when_loaded(package):
             "print(' '.join(bad)); sys.exit(1 if bad else 0)\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, f"importing {package} loaded {r.stdout.strip()}{r.stderr[-500:]}"
+
+
+def test_no_fixed_name_in_a_shared_temporary_directory():
+    """The suite and the scripts run as root: a fixed name under /tmp is one a local user can plant
+    first as a symlink (to a file root then truncates) or hold locked forever. Temporary files come
+    from tmp_path, mkdtemp or mktemp, and locks from the private state directory (harness/state.py)."""
+    fixed = re.compile(r"""(?<![\w.{-])/(?:var/)?tmp/""")
+    scripts = [*REPO.glob("tests/**/*.py"), *REPO.glob("harness/**/*.py"), *REPO.glob("analysis/**/*.py"),
+               *REPO.glob("hashers/**/*.sh"), *REPO.glob("tests/**/*.sh"), *REPO.glob("harness/**/*.yml"),
+               REPO / "Makefile", REPO / ".ci" / "run"]
+    found = [f"{p.relative_to(REPO)}:{n}: {line.strip()}" for p in scripts
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if fixed.search(line) and "(the old /tmp/" not in line]
+    assert not found, "fixed names in a shared temporary directory:\n" + "\n".join(found)
