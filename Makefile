@@ -56,7 +56,7 @@ FLAGS_blake3join :=
 LIB_blake3join := $(BLAKE3_JOIN_LIB)
 bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
 
-.PHONY: all deps deps-apt test test-sanitize bench sweep fleet wheels lock check-power verify fuzz clean distclean
+.PHONY: all deps deps-apt test test-stress test-sanitize bench sweep fleet wheels lock check-power verify fuzz clean distclean
 all: $(call bins,release)
 
 define compile_rule
@@ -154,6 +154,13 @@ export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
 test: deps all $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
 	$(VENV)/bin/python -m pytest -q --durations=12
+
+# The whole suite STRESS_RUNS times under load (a busy process per core, an O_DIRECT reader of the
+# disk): a test whose verdict depends on timing fails here first. Logs in build/stress/.
+STRESS_RUNS ?= 3
+test-stress: deps all $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
+	$(VENV)/bin/python tests/under_load.py --runs $(STRESS_RUNS) --logs $(BUILD)/stress -- \
+		$(VENV)/bin/python -m pytest -q -p no:cacheprovider $(STRESS_TESTS)
 
 test-sanitize: deps $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS)
 	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(VENV)/bin/python -m pytest -q tests/test_hashers.py tests/test_uring_b3sum.py \
