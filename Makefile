@@ -124,8 +124,8 @@ deps-apt:
 		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-/usr/include/liburing.h /usr/include/oneapi/tbb.h:
-	$(MAKE) deps-apt
+# Made by deps-apt (once, also under make -j: two apt-get at once would fight over dpkg's lock).
+/usr/include/liburing.h /usr/include/oneapi/tbb.h: | deps-apt ;
 
 $(B3SUM):
 	cargo install --locked --quiet b3sum --version $(B3SUM_VERSION) --root $(TOOLS)
@@ -152,21 +152,25 @@ $(BUILD)/tests/%: tests/helpers/%.c
 # --- the jobs ---
 export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
+# One worker per core (pytest-xdist): the modules that share the machine's state (the page cache,
+# system settings, the run lock, wall time) run in one line on one worker, the independent ones
+# beside them (tests/conftest.py). TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= auto
+PYTEST := $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+
 test: deps all $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
-	$(VENV)/bin/python -m pytest -q --durations=12
+	$(PYTEST) --durations=12
 
 # The whole suite STRESS_RUNS times under load (a busy process per core, an O_DIRECT reader of the
 # disk): a test whose verdict depends on timing fails here first. Logs in build/stress/.
 STRESS_RUNS ?= 3
 test-stress: deps all $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
 	$(VENV)/bin/python tests/under_load.py --runs $(STRESS_RUNS) --logs $(BUILD)/stress -- \
-		$(VENV)/bin/python -m pytest -q -p no:cacheprovider $(STRESS_TESTS)
+		$(PYTEST) -p no:cacheprovider $(STRESS_TESTS)
 
 test-sanitize: deps $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS)
-	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(VENV)/bin/python -m pytest -q tests/test_hashers.py tests/test_uring_b3sum.py \
-		tests/test_recursive.py
-	RINGSUM_BIN_DIR=$(DIR_tsan)/bin RINGSUM_VARIANTS=$(BIN_multithread),$(BIN_uring_b3sum) \
-		$(VENV)/bin/python -m pytest -q tests/test_hashers.py
+	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(PYTEST) tests/test_hashers.py tests/test_uring_b3sum.py tests/test_recursive.py
+	RINGSUM_BIN_DIR=$(DIR_tsan)/bin RINGSUM_VARIANTS=$(BIN_multithread),$(BIN_uring_b3sum) $(PYTEST) tests/test_hashers.py
 
 bench: deps all $(call bins,notrace) $(call bins,blake3join)
 	rm -rf $(BUILD)/bench

@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+INDEPENDENT = "pytest.mark.independent"
+
+
+@functools.cache
+def independent(module: str) -> bool:
+    """Whether a test module says `pytestmark = pytest.mark.independent` (read as text: the scheduler
+    runs in the controller, which never imports the test modules)."""
+    return INDEPENDENT in (REPO_ROOT / module).read_text(encoding="utf-8")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`-n N --dist loadgroup` (make test): a module that drops the page cache, counts on it, changes a
+    system setting, takes the run lock or judges wall time would see the others do the same, so all
+    such modules run as one unit, in file order, on one worker; a module that touches only its own
+    files says so (`pytestmark = pytest.mark.independent`) and its tests run beside that line, on any
+    worker. A new module is in the line until it says otherwise. (pytest-xdist's own loadgroup names a
+    group by rewriting node ids, which pytest 9 no longer lets it do.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class MachineLine(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return nodeid if independent(nodeid.split("::", 1)[0]) else "machine"
+
+    return MachineLine(config, log)
 
 
 @pytest.fixture(scope="session")

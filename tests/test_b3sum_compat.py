@@ -20,7 +20,8 @@ WITHOUT_IO_URING = REPO / "build" / "tests" / "without_io_uring"
 # No tuned defaults file, and no Rust backtrace after b3sum's "Error: ..." lines.
 ENV = {**os.environ, "URING_B3SUM_OPTIONS": os.devnull, "RUST_BACKTRACE": "0"}
 
-pytestmark = pytest.mark.skipif(URING_B3SUM not in VARIANTS, reason="uring_b3sum is not among RINGSUM_VARIANTS")
+pytestmark = [pytest.mark.independent,
+              pytest.mark.skipif(URING_B3SUM not in VARIANTS, reason="uring_b3sum is not among RINGSUM_VARIANTS")]
 
 
 def call(prog: Path | str, args: list, cwd: Path | None = None, stdin: bytes | None = b"",

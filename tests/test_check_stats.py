@@ -15,6 +15,8 @@ import pytest
 from harness import baseline, check, check_load, check_report, instructions
 from harness.results import RunRecord, RunsWriter
 
+pytestmark = pytest.mark.independent
+
 MIB8 = 8 << 20
 HASHER = "liburing_b3sum_singlethread bs=512K qd=4 buf=4"
 

@@ -13,6 +13,8 @@ import pytest
 
 from harness.sysinfo import MACHINE_ID_FIELDS, STORAGE_ID_FIELDS, fingerprint
 
+pytestmark = pytest.mark.independent
+
 REPO = Path(__file__).resolve().parent.parent
 
 

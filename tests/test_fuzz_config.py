@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 
 from harness.config import BASELINE_TOOLS, Config, ConfigError, load_config, parse_config
 
+pytestmark = pytest.mark.independent
+
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = {p.name: p.read_text() for p in sorted((REPO / "configs").glob("*.toml"))}
 NAME = "fuzz/c.toml"

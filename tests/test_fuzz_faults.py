@@ -22,6 +22,8 @@ import pytest
 
 from hashers_support import KiB, MiB, REPO, URING_VARIANTS, b3sum_lines, data_file, ring_path, run
 
+pytestmark = pytest.mark.independent
+
 FAULTS_BIN = REPO / "build" / "faults" / "bin"
 SEED = int(os.environ.get("RINGSUM_FAULT_SEED", "20240607"))
 CASES = int(os.environ.get("RINGSUM_FAULT_CASES", "400"))

@@ -19,6 +19,8 @@ import pytest
 
 from hashers_support import REPO
 
+pytestmark = pytest.mark.independent
+
 FUZZ_DIR = REPO / "tests" / "fuzz"
 CORPUS = FUZZ_DIR / "corpus"
 TARGET = REPO / "build" / "fuzz" / "fuzz_options"

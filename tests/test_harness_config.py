@@ -11,6 +11,8 @@ import pytest
 from harness.config import ConfigError, load_config, parse_config
 from harness.values import Buffers
 
+pytestmark = pytest.mark.independent
+
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((REPO / "configs").glob("*.toml"))
 

@@ -16,6 +16,8 @@ from harness.config import ConfigError, load_config, parse_config
 from harness.dataset import Dataset
 from harness.plan import PlanError, build_plan, estimate, round_orders
 
+pytestmark = pytest.mark.independent
+
 REPO = Path(__file__).resolve().parent.parent
 F = Dataset("/data/f.bin", 1 << 30)
 

@@ -15,6 +15,8 @@ from hashers_support import (
     EMPTY_HASH, MiB, REPO, URING_VARIANTS, VARIANTS, B3SUM, b3sum_lines, data_file, program, ring_path, run,
 )
 
+pytestmark = pytest.mark.independent
+
 WITHOUT_IO_URING = REPO / "build" / "tests" / "without_io_uring"
 NOTRACE_BIN = REPO / "build" / "notrace" / "bin"
 

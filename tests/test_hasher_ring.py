@@ -12,6 +12,8 @@ from hashers_support import (
     MiB, REPO, URING_VARIANTS, VARIANTS, b3sum_lines, data_file, program, ring_path, run,
 )
 
+pytestmark = pytest.mark.independent
+
 FAULTS_BIN = REPO / "build" / "faults" / "bin"
 
 

@@ -10,6 +10,8 @@ import pytest
 
 from hashers_support import KiB, MiB, VARIANTS, Knobs, b3sum_lines, data_file, program, ring_path, run
 
+pytestmark = pytest.mark.independent
+
 FIXED_SIZES = [0, 1, 1023, 1024, 1025, 4095, 4096, 4097]
 RANDOM_SIZES = sorted(random.Random(20261121).randrange(1, 64 * MiB) for _ in range(3)) + [64 * MiB]
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.independent
+
 REPO = Path(__file__).resolve().parent.parent
 MAX_LINES = 450
 # package -> the packages it must never import

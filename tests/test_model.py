@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.independent
+
 MODEL_DIR = Path(__file__).resolve().parent.parent / "hashers" / "model"
 VERIFY = MODEL_DIR / "verify.sh"
 

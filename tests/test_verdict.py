@@ -14,6 +14,8 @@ import pytest
 from harness import stats, verdict
 from harness.results import FIXED, RunRecord, RunsWriter, read_runs
 
+pytestmark = pytest.mark.independent
+
 SIZE = 1 << 30
 
 
