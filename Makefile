@@ -3,7 +3,11 @@
 
 BLAKE3_VERSION := 1.8.7
 B3SUM_VERSION  := 1.8.7
-APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time valgrind linux-perf clang-14 libclang-rt-14-dev
+APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time valgrind linux-perf clang-14 libclang-rt-14-dev \
+		  python3-venv
+# The SSH fleet test's hosts (tests/test_fleet_ssh.py): an SSH server that is only a binary (no service
+# is started), sudo for the hosts' non-root users.
+FLEET_APT_PACKAGES := dropbear-bin sudo
 PYTHON         ?= python3
 
 BUILD   := build
@@ -116,7 +120,7 @@ $(BLAKE3)/blake3.h:
 deps: deps-apt $(BLAKE3)/blake3.h $(B3SUM) $(VENV_OK)
 
 deps-apt:
-	@missing=$$(for p in $(APT_PACKAGES); do \
+	@missing=$$(for p in $(APT_PACKAGES) $(FLEET_APT_PACKAGES); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
@@ -185,10 +189,11 @@ sweep: deps all
 
 # A sweep on every host of an Ansible inventory (harness/fleet/playbook.yml), fetched into
 # results/fleet/<host>/, then the fleet report. FLEET_ARGS passes more to ansible-playbook.
+# The report is made whatever the playbook's exit: it names the hosts that failed, and exits 1 then.
 fleet: deps
 	$(VENV)/bin/ansible-playbook -i $(INVENTORY) harness/fleet/playbook.yml \
-		-e ringsum_config=$(abspath $(CONFIG)) $(FLEET_ARGS)
-	$(VENV)/bin/ringsum collect results/fleet --out results/fleet
+		-e ringsum_config=$(abspath $(CONFIG)) $(FLEET_ARGS); played=$$?; \
+	$(VENV)/bin/ringsum collect results/fleet --out results/fleet && exit $$played
 
 # The Python dependencies as wheels in build/wheels: the fleet's hosts install from them offline
 # (the playbook's ringsum_seed).

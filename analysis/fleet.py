@@ -7,6 +7,11 @@ limit and / the fastest b3sum, each paired per round within that run with a 95% 
 (harness/stats.py). Machines are ranked by those ratios and only against machines that ran the
 same workload (cache mode and file size): raw seconds of unlike workloads are never set side by
 side, and a fleet of several workloads gets one table each and a warning.
+
+Only finished runs count: a run directory whose meta.json has no finished_at (its run was killed,
+or is still going) is refused, by name. A host the playbook could not finish says so in a
+status.json (failed, with the task and why, or unreachable); the report lists those hosts, and
+both make the exit status 1 while the rest is still reported.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from harness.units import format_rate, format_size
 from harness.verdict import Headline, headline
 
 FLEET_JSON = "fleet.json"
+STATUS_JSON = "status.json"  # harness/fleet/playbook.yml: a host's outcome
 RUNS_OUT, MACHINES_OUT, MARKDOWN_OUT = "fleet-runs.csv", "fleet-machines.csv", "fleet.md"
 # Fingerprint fields copied into every row of the tidy table, after host and fingerprint_id.
 FINGERPRINT_COLUMNS = ("cpu_model", "cores", "blake3_simd", "mem_gib", "kernel", "virtualization",
@@ -34,6 +40,15 @@ FINGERPRINT_COLUMNS = ("cpu_model", "cores", "blake3_simd", "mem_gib", "kernel",
 
 class FleetError(ValueError):
     """Nothing to collect; the message names the directory."""
+
+
+@dataclass(frozen=True)
+class Trouble:
+    """What keeps part of the fleet out of the report: a host that did not finish (from its
+    status.json), or a run directory refused because its run did not finish."""
+
+    where: str  # a host, or a run directory
+    why: str
 
 
 @dataclass(frozen=True)
@@ -107,18 +122,51 @@ def host_of(run: Run, root: Path) -> str:
     return str(run.fingerprint.get("hostname") or "?")
 
 
-def collect(roots: list[Path]) -> list[HostRun]:
-    out: list[HostRun] = []
+def unfinished(run: Run) -> bool:
+    return not run.meta.get("finished_at")
+
+
+def host_troubles(roots: list[Path]) -> list[Trouble]:
+    """The hosts whose status.json says they did not finish, with the task and why."""
+    out = []
     for root in roots:
-        for d in find_run_dirs(root):
+        for marker in sorted(root.rglob(STATUS_JSON)) if root.is_dir() else []:
+            try:
+                status = json.loads(marker.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as e:
+                raise FleetError(f"{marker}: unreadable ({e})") from e
+            if not isinstance(status, dict) or status.get("status") == "ok":
+                continue
+            task = f" at '{status['task']}'" if status.get("task") else ""
+            out.append(Trouble(str(status.get("host") or marker.parent.parent.name),
+                               f"{status.get('status', '?')}{task}: {status.get('why') or '?'}"))
+    return out
+
+
+def collect(roots: list[Path]) -> tuple[list[HostRun], list[Trouble]]:
+    """The finished runs under roots, and the run directories refused as unfinished. A root that is
+    itself an unfinished run directory is an error: it was asked for by name."""
+    out: list[HostRun] = []
+    refused: list[Trouble] = []
+    for root in roots:
+        try:
+            dirs = find_run_dirs(root)
+        except FleetError:
+            if root.is_dir() and any(root.rglob(STATUS_JSON)):
+                continue  # only hosts that never got to run: their status says why
+            raise
+        for d in dirs:
             if d in (hr.run.path for hr in out):
                 continue  # a directory given twice, or inside another one given
             run = load_run(d)
-            if len(run.runs):
+            if unfinished(run):
+                if d == root:
+                    raise FleetError(f"{d}: the run did not finish (meta.json has no finished_at); "
+                                     "resume it (ringsum run --resume) or leave it out")
+                refused.append(Trouble(str(d), "refused: the run did not finish (killed, or still running)"))
+            elif len(run.runs):
                 out.append(HostRun(host_of(run, root), run))
-    if not out:
-        raise FleetError(f"{', '.join(map(str, roots))}: no run with recorded executions")
-    return out
+    return out, refused
 
 
 def tidy(host_runs: list[HostRun]) -> pd.DataFrame:
@@ -166,10 +214,13 @@ def _shown(value: object) -> str:
     return "-" if value is None or value == "" else str(value)
 
 
-def markdown(host_runs: list[HostRun], ms: list[Machine]) -> str:
+def markdown(host_runs: list[HostRun], ms: list[Machine], troubles: list[Trouble] = ()) -> str:
     hosts = sorted({hr.host for hr in host_runs})
-    lines = ["# Fleet report", "",
-             f"{len(host_runs)} run(s) from {len(hosts)} host(s). Each machine's best hasher against its own "
+    lines = ["# Fleet report", ""]
+    if troubles:
+        lines += ["## Not in this report", "", "| host or run directory | why |", "| --- | --- |",
+                  *(f"| {t.where} | {t.why.replace('|', '/')} |" for t in troubles), ""]
+    lines += [f"{len(host_runs)} run(s) from {len(hosts)} host(s). Each machine's best hasher against its own "
              "speed limit (the fastest plain read in the same rounds) and against its fastest b3sum: "
              "medians of per-round ratios with 95% intervals; lower is better. Machines are ranked by "
              "× limit within one workload; raw seconds are not compared across machines.", ""]
@@ -208,23 +259,26 @@ def markdown(host_runs: list[HostRun], ms: list[Machine]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(roots: list[Path], out: Path) -> tuple[Path, str | None]:
-    """Write fleet-runs.csv, fleet-machines.csv and fleet.md into out; return fleet.md and the
-    unlike-workload warning, if any."""
-    host_runs = collect(roots)
+def write(roots: list[Path], out: Path) -> tuple[Path, str | None, list[Trouble]]:
+    """Write fleet-runs.csv, fleet-machines.csv and fleet.md into out; return fleet.md, the
+    unlike-workload warning, if any, and what is not in the report."""
+    host_runs, refused = collect(roots)
+    troubles = host_troubles(roots) + refused
+    if not host_runs and not troubles:
+        raise FleetError(f"{', '.join(map(str, roots))}: no run with recorded executions")
     ms = machines(host_runs)
     out.mkdir(parents=True, exist_ok=True)
-    tidy(host_runs).to_csv(out / RUNS_OUT, index=False)
+    (tidy(host_runs) if host_runs else pd.DataFrame()).to_csv(out / RUNS_OUT, index=False)
     pd.DataFrame([m.to_row() for m in ms]).to_csv(out / MACHINES_OUT, index=False)
-    (out / MARKDOWN_OUT).write_text(markdown(host_runs, ms), encoding="utf-8")
-    return out / MARKDOWN_OUT, unlike_warning(ms)
+    (out / MARKDOWN_OUT).write_text(markdown(host_runs, ms, troubles), encoding="utf-8")
+    return out / MARKDOWN_OUT, unlike_warning(ms), troubles
 
 
 def run_collect(roots: list[str], out: str) -> int:
     from analysis.load import RunDirError
 
     try:
-        md, warning = write([Path(r) for r in roots], Path(out))
+        md, warning, troubles = write([Path(r) for r in roots], Path(out))
     except (FleetError, RunDirError) as e:
         print(f"ringsum: {e}", file=sys.stderr)
         return 2
@@ -233,6 +287,8 @@ def run_collect(roots: list[str], out: str) -> int:
         return 1
     if warning:
         print(f"ringsum: warning: {warning}", file=sys.stderr)
+    for t in troubles:
+        print(f"ringsum: {t.where}: {t.why}", file=sys.stderr)
     print(md.read_text(encoding="utf-8"), end="")
     print(f"fleet report: {md} ({RUNS_OUT}, {MACHINES_OUT} beside it)")
-    return 0
+    return 1 if troubles else 0

@@ -7,8 +7,11 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -141,3 +144,64 @@ def test_collect_errors_are_one_line(tmp_path: Path) -> None:
     done = ringsum("collect", str(tmp_path), "--out", str(tmp_path / "report"), state=state)
     assert done.returncode == 2
     assert done.stderr == f"ringsum: {tmp_path}: no run directory (runs.csv with meta.json) under it\n"
+
+
+def test_collect_refuses_a_run_that_did_not_finish(fleet: Path, tmp_path: Path) -> None:
+    """A run killed half-way (SIGKILL: nothing could mark it) is refused by name: on its own it is an
+    error; inside a fleet's results it is left out of the report and listed, exit 1."""
+    from harness import system
+
+    config = tmp_path / "long.toml"
+    config.write_text(TINY.replace("rounds = 2", "rounds = 50").replace('"8M"', '"4M"'))
+    killed = tmp_path / "killed"
+    run = subprocess.Popen([sys.executable, "-m", "harness", "run", str(config), "--warm", "--yes", "--dir",
+                            str(tmp_path), "--out", str(killed)], cwd=REPO, env=_env(fleet / "state"),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not [p for p in killed.rglob("runs.csv") if len(p.read_text().splitlines()) > 2]:
+            assert run.poll() is None and time.monotonic() < deadline, "the run ended or never recorded a row"
+            time.sleep(0.1)
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+        with system.timing_settings(lambda _: None):
+            pass  # the killed run's settings are put back, as by the next run
+    [run_dir] = [p.parent for p in killed.rglob("runs.csv")]
+    alone = ringsum("collect", str(run_dir), "--out", str(tmp_path / "alone"), state=fleet / "state")
+    assert alone.returncode == 2 and alone.stderr == (
+        f"ringsum: {run_dir}: the run did not finish (meta.json has no finished_at); "
+        "resume it (ringsum run --resume) or leave it out\n")
+    done = ringsum("collect", str(fleet / "out"), str(killed), "--out", str(tmp_path / "report"),
+                   state=fleet / "state")
+    assert done.returncode == 1, done.stderr
+    assert f"ringsum: {run_dir}: refused: the run did not finish" in done.stderr
+    md = (tmp_path / "report" / "fleet.md").read_text()
+    assert f"| {run_dir} | refused: the run did not finish" in md
+    assert "## 8M file, cold cache" in md and "## 4M file" not in md
+
+
+def test_a_host_that_fails_says_where_and_why(tmp_path: Path) -> None:
+    """A task that fails on a host (here: its install directory cannot be made) ends that host's part;
+    its status.json names the task and the error, and the report lists it (exit 1)."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY)
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text(f"[fleet]\nbroken ansible_connection=local ansible_python_interpreter={sys.executable} "
+                         "ringsum_dir=/proc/ringsum\n")
+    out = tmp_path / "out"
+    play = subprocess.run([str(VENV_BIN / "ansible-playbook"), "-i", str(inventory),
+                           str(REPO / "harness" / "fleet" / "playbook.yml"), "-e", f"ringsum_config={config}",
+                           "-e", f"fleet_results={out}"], cwd=REPO, capture_output=True, text=True,
+                          env=_env(state), timeout=300)
+    assert re.search(r"broken\s*:.*failed=0.*rescued=1", play.stdout), play.stdout[-3000:]
+    [status] = (out / "broken").glob("fleet-*/status.json")
+    outcome = json.loads(status.read_text())
+    assert outcome["status"] == "failed" and outcome["task"] == "install directory", outcome
+    assert "/proc/ringsum" in outcome["why"] or "rror" in outcome["why"], outcome
+    done = ringsum("collect", str(out), "--out", str(tmp_path / "report"), state=state)
+    assert done.returncode == 1, done.stderr
+    assert "ringsum: broken: failed at 'install directory': " in done.stderr
+    assert "| broken | failed at 'install directory': " in (tmp_path / "report" / "fleet.md").read_text()
