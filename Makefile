@@ -32,7 +32,7 @@ BIN_singlethread := liburing_b3sum_singlethread
 BIN_multithread  := liburing_b3sum_multithread
 BIN_pread        := b3sum_pread
 BIN_uring_b3sum  := uring_b3sum
-CORE     := options ring input threaded pread_loop source trace output main
+CORE     := options ring input threaded pread_loop source trace output progress main
 HEADERS  := $(wildcard hashers/*.h)
 
 LIBURING_VERSION = $(shell dpkg-query -W -f='$${Version}' liburing-dev 2>/dev/null)

@@ -298,21 +298,12 @@ static int check_unchanged(const struct input *in)
 	return 0;
 }
 
-void input_finish(struct ring *r, struct input *in)
+/* The file's line: its hash, its error, or with --check its verdict. */
+static void print_result(struct ring *r, struct input *in)
 {
 	uint8_t hash[BLAKE3_OUT_LEN];
 	bool match;
 
-	if (!in->error && in->from_memory)
-		in->error = hash_from_memory(r, in);
-	if (!in->error)
-		in->error = check_unchanged(in);
-	if (in->fd >= 0 && !in->borrowed_fd) {
-		close(in->fd);
-		atomic_fetch_sub(&r->open_files, 1);
-	}
-	in->fd = -1;
-	r->consumer_input++;
 	if (in->error) {
 		r->failed_inputs++;
 		if (is_line_error(in->error))
@@ -334,4 +325,23 @@ void input_finish(struct ring *r, struct input *in)
 		r->failed_inputs++;
 	if (!match || !r->quiet)
 		print_check(in->shown, match ? "OK" : "FAILED");
+}
+
+void input_finish(struct ring *r, struct input *in)
+{
+	if (!in->error && in->from_memory) {
+		in->error = hash_from_memory(r, in);
+		r->progress.memory_bytes += in->size;
+	}
+	if (!in->error)
+		in->error = check_unchanged(in);
+	if (in->fd >= 0 && !in->borrowed_fd) {
+		close(in->fd);
+		atomic_fetch_sub(&r->open_files, 1);
+	}
+	in->fd = -1;
+	r->consumer_input++;
+	progress_hide(&r->progress, in->error && (is_line_error(in->error) || !in->checking));
+	print_result(r, in);
+	progress_unhide(&r->progress);
 }

@@ -22,16 +22,16 @@ static void describe_uring_failure(char *buf, size_t size, int err)
 	snprintf(buf, size, "io_uring unavailable: %s (kernel.io_uring_disabled=%s)", strerror(-err), disabled);
 }
 
-static void print_setup_error(const struct variant *v, int err)
+static void print_setup_error(const char *prog, int err)
 {
 	char reason[160];
 
 	if (err != -ENOSYS && err != -EPERM) {
-		fprintf(stderr, "%s: cannot set up the ring: %s\n", v->name, strerror(-err));
+		fprintf(stderr, "%s: cannot set up the ring: %s\n", prog, strerror(-err));
 		return;
 	}
 	describe_uring_failure(reason, sizeof(reason), err);
-	fprintf(stderr, "%s: %s\n", v->name, reason);
+	fprintf(stderr, "%s: %s\n", prog, reason);
 }
 
 /* b3sum's --keyed: exactly 32 bytes on stdin, read before anything else. */
@@ -97,11 +97,12 @@ static int hash_all(struct ring *r, const struct options *opts, const struct var
 
 	if (r->fallback_reason && opts->verbose) {
 		describe_uring_failure(reason, sizeof(reason), r->fallback_reason);
-		fprintf(stderr, "%s: %s; reading with pread() instead\n", v->name, reason);
+		fprintf(stderr, "%s: %s; reading with pread() instead\n", r->prog, reason);
 	}
 	ring_start(r, &source);
 	ret = (r->have_uring || !v->uses_uring ? v->hash_stream : hash_stream_pread)(r);
 	ring_drain(r);
+	progress_end(&r->progress);
 	if (ret < 0)
 		fail_unfinished(r, ret);
 	if (ret < 0 || r->failed_inputs)
@@ -112,7 +113,7 @@ static int hash_all(struct ring *r, const struct options *opts, const struct var
 		status = 1;
 	} else if (opts->check && r->failed_inputs) {
 		fprintf(stderr, "%s: WARNING: %u computed checksum%s did NOT match\n",
-			v->name, r->failed_inputs, r->failed_inputs == 1 ? "" : "s");
+			r->prog, r->failed_inputs, r->failed_inputs == 1 ? "" : "s");
 	}
 	source_close(&source);
 	return status;
@@ -135,7 +136,7 @@ int ringsum_main(int argc, char **argv, const struct variant *v)
 		hash_limit_threads(opts.num_threads);
 	ret = ring_setup(&ring, &opts, v);
 	if (ret < 0) {
-		print_setup_error(v, ret);
+		print_setup_error(opts.prog, ret);
 		ring_teardown(&ring);
 		return 1;
 	}
@@ -144,18 +145,18 @@ int ringsum_main(int argc, char **argv, const struct variant *v)
 		return 1;
 	}
 	if (opts.trace_path && (ret = trace_open(&ring.trace, opts.trace_path)) < 0) {
-		print_error(v->name, opts.trace_path, ret);
+		print_error(opts.prog, opts.trace_path, ret);
 		ring_teardown(&ring);
 		return 1;
 	}
 	status = hash_all(&ring, &opts, v);
 	if ((ret = trace_close(&ring.trace)) < 0) {
-		print_error(v->name, opts.trace_path, ret);
+		print_error(opts.prog, opts.trace_path, ret);
 		status = 1;
 	}
 	ring_teardown(&ring);
 	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "%s: writing the output: %s\n", v->name, strerror(errno));
+		fprintf(stderr, "%s: writing the output: %s\n", opts.prog, strerror(errno));
 		status = 1;
 	}
 	return status;

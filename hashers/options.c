@@ -36,7 +36,7 @@ _Static_assert(NR_KNOBS <= 64, "struct options' given has a bit per knob");
 /* Options without a short form; a knob's is OPT_KNOB + its row. */
 enum {
 	OPT_KEYED = 256, OPT_DERIVE_KEY, OPT_SEEK, OPT_NUM_THREADS, OPT_NO_MMAP, OPT_NO_NAMES,
-	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_KNOBS_JSON, OPT_KNOB = 512,
+	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_KNOBS_JSON, OPT_PROGRESS, OPT_KNOB = 512,
 };
 
 /* b3sum's options and ours that are not knobs; the knobs' come first (long_options()). */
@@ -55,6 +55,7 @@ static const struct option other_options[] = {
 	{ "recursive",			no_argument,		NULL, 'r' },
 	{ "quiet",			no_argument,		NULL, 'Q' },
 	{ "verbose",			no_argument,		NULL, 'v' },
+	{ "progress",			no_argument,		NULL, OPT_PROGRESS },
 	{ "path",			required_argument,	NULL, 'p' },
 	{ "trace",			required_argument,	NULL, 't' },
 	{ "knobs-json",			no_argument,		NULL, OPT_KNOBS_JSON },
@@ -261,6 +262,9 @@ static void usage(FILE *out, const char *prog, const struct variant *v)
 		"                               first, the paths in byte order (as find DIR -type f | LC_ALL=C sort);\n"
 		"                               symlinks inside are neither followed nor hashed, FIFOs, sockets\n"
 		"                               and devices skipped (default off: a directory is an error)\n"
+		"      --progress               bytes and files done, rate and time left, on stderr when it is a\n"
+		"                               terminal, at most 4 times a second, cleared before each output\n"
+		"                               line (default off)\n"
 		"%s\n"
 		"The ring's options:\n",
 		prog, prog, v->chooses_path ? "--positional " : "",
@@ -550,6 +554,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 		case 'r': opts->recursive = true; break;
 		case 'Q': opts->quiet = true; break;
 		case 'v': opts->verbose = true; break;
+		case OPT_PROGRESS: opts->progress = true; break;
 		case 'p':
 			if (!strcmp(optarg, "auto"))
 				opts->path_choice = PATH_AUTO;
@@ -724,24 +729,36 @@ static bool knob_given(const struct options *opts, size_t offset)
 	return false;
 }
 
+/* The name messages give the program: as it was invoked, like coreutils, so that installed as b3sum it says b3sum. */
+static const char *program_name(int argc, char **argv, const struct variant *v)
+{
+	const char *slash;
+
+	if (argc < 1 || !argv[0] || !argv[0][0])
+		return v->name;
+	slash = strrchr(argv[0], '/');
+	return slash && slash[1] ? slash + 1 : argv[0];
+}
+
 /* Returns -1 to go on, or the exit status to leave with at once. */
 int parse_options(struct options *opts, int argc, char **argv, const struct variant *v)
 {
 	int ret = -1;
 
 	memset(opts, 0, sizeof(*opts));
+	opts->prog = program_name(argc, argv, v);
 	knob_defaults(&opts->knobs, v, false);
 	opts->format.length = BLAKE3_OUT_LEN;
 	/* uring_b3sum takes its arguments as b3sum does: files named 1 2 0 0 1 0 0 are files. */
 	if (argc == ARTICLE_ARGC + 1 && !strcmp(argv[1], "--positional") && is_article_form(argc - 1, argv + 1)) {
-		ret = parse_article_form(opts, argv + 1, v->name);
+		ret = parse_article_form(opts, argv + 1, opts->prog);
 	} else if (!v->chooses_path && is_article_form(argc, argv)) {
-		ret = parse_article_form(opts, argv, v->name);
+		ret = parse_article_form(opts, argv, opts->prog);
 	} else {
 		if (v->chooses_path)
-			ret = parse_defaults_file(opts, v->name, v);
+			ret = parse_defaults_file(opts, opts->prog, v);
 		if (ret < 0)
-			ret = parse_long_form(opts, argc, argv, v->name, v);
+			ret = parse_long_form(opts, argc, argv, opts->prog, v);
 	}
 	if (ret >= 0)
 		return ret;
@@ -749,7 +766,7 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 		opts->knobs.direct_min = v->tree_direct_min;
 	if (!knob_given(opts, offsetof(struct knobs, buffers)))
 		opts->knobs.buffers = opts->knobs.queue_depth * buffers_per_depth(v);
-	ret = validate(opts, v, v->name);
+	ret = validate(opts, v, opts->prog);
 	if (ret >= 0)
 		return ret;
 	if (opts->nr_files == 0) {

@@ -55,6 +55,7 @@ int hash_stream_pread(struct ring *r)
 			}
 			hash_update(r, &in->hasher, c->buf, got);
 			r->bytes_hashed += got;
+			progress_tick(r);
 			if (trace_on(&r->trace))
 				trace_consumer_run(&r->trace, 0, 1, 1, r->bytes_hashed, 1);
 		}

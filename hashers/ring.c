@@ -40,7 +40,8 @@
  * replaces the result of the Nth completion of each file (short: half the bytes, if more than one).
  * The regressions that `ringsum check` must catch (docs/regression-check.md):
  * slow:P spends P% more time, busy, as slower code would; depth:N ignores --queue-depth
- * and keeps at most N reads unfinished; buffered:1 drops O_DIRECT.
+ * and keeps at most N reads unfinished; buffered:1 drops O_DIRECT; tick:MS redraws
+ * --progress every MS milliseconds (0: after every block and file), so tests need no timing.
  * Without the variable, a file `ringsum-faults` beside the binary holds the spec: one run can
  * then time several injected builds side by side (harness/power.py).
  */
@@ -92,6 +93,8 @@ static void parse_faults(struct ring *r)
 			r->slow_percent = n;
 		else if (!strcmp(name, "depth") && n > 0 && n < r->knobs.queue_depth)
 			r->knobs.queue_depth = n;
+		else if (!strcmp(name, "tick"))
+			r->progress.interval_ns = n * 1000000;
 		else if (!strcmp(name, "buffered") && n)
 			r->knobs.direct = r->direct_when_cold = false;
 		spec += used + (spec[used] == ',');
@@ -178,7 +181,8 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	r->direct_when_cold = v->direct_when_cold && !r->knobs.direct && !r->knobs.buffered &&
 			      r->knobs.block_size % DIRECT_ALIGN == 0;
 	r->nr_cells = v->uses_uring ? opts->knobs.buffers : 1;
-	r->prog = v->name;
+	r->prog = opts->prog;
+	progress_init(&r->progress, opts);
 	r->path_choice = v->chooses_path && !opts->no_mmap ? opts->path_choice : PATH_RING;
 	r->verbose = opts->verbose;
 	r->quiet = opts->quiet;
@@ -639,6 +643,7 @@ unsigned ring_consume(struct ring *r)
 		r->bytes_hashed += c->want;
 		if (c->last)
 			input_finish(r, c->input);
+		progress_tick(r);
 		atomic_store(&c->state, CELL_CONSUMED);
 		wake_producer(r);
 		r->consumer_head++;

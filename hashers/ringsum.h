@@ -65,6 +65,7 @@ struct output_format {
 struct ring;
 
 struct options {
+	const char *prog;		/* as invoked: argv[0]'s last component, for every message */
 	struct knobs knobs;		/* the ring's (knobs.h) */
 	struct output_format format;
 	bool keyed;			/* --keyed: the 32-byte key comes from stdin */
@@ -76,6 +77,7 @@ struct options {
 	bool recursive;			/* --recursive: hash the files of directories among the FILEs */
 	bool quiet;			/* with --check: print only failures */
 	bool verbose;			/* say how each file is read */
+	bool progress;			/* --progress: bytes, files, rate and time left on stderr, a terminal */
 	int path_choice;		/* PATH_AUTO, PATH_MEMORY or PATH_RING */
 	bool path_given;
 	uint64_t given;			/* bit i: knob_table[i] was given (options.c) */
@@ -154,6 +156,24 @@ struct trace {
 	FILE *out;
 };
 
+/* --progress (progress.c): drawn only when asked for and stderr is a terminal. */
+struct progress {
+	bool on;
+	bool stdout_shared;		/* stdout is a terminal too: its lines move the progress line */
+	bool shown;			/* the line is on the terminal now */
+	bool hidden;			/* taken away for a line, to be put back after it */
+	bool total_known;		/* regular files named on the command line: a total and a time left */
+	const char *prog;
+	unsigned width;			/* the terminal's columns */
+	unsigned total_files;
+	uint64_t total_bytes;
+	uint64_t memory_bytes;		/* hashed from the page cache: the ring never sees them */
+	int64_t start_ns, drawn_ns;	/* CLOCK_MONOTONIC_COARSE */
+	int64_t interval_ns;		/* between redraws; tests set it with RINGSUM_FAULTS=tick:MS */
+	char line[256];
+	unsigned len;
+};
+
 struct ring {
 	struct cell *cells;
 	unsigned nr_cells;
@@ -166,6 +186,7 @@ struct ring {
 	bool have_uring;
 	struct io_uring_sqe *last_sqe;	/* its link flag is cleared at submit */
 	struct trace trace;
+	struct progress progress;
 
 	/* the stream of files */
 	const char *prog;
@@ -295,6 +316,20 @@ static inline bool trace_on(const struct trace *t) { (void)t; return false; }
 #else
 static inline bool trace_on(const struct trace *t) { return t->out != NULL; }
 #endif
+
+/* progress.c */
+void progress_init(struct progress *p, const struct options *opts);
+void progress_draw(struct progress *p, uint64_t bytes, unsigned files);
+void progress_hide(struct progress *p, bool on_stderr);
+void progress_unhide(struct progress *p);
+void progress_end(struct progress *p);
+
+/* After each block hashed and each file finished: a compare when off, a coarse clock read when on. */
+static inline void progress_tick(struct ring *r)
+{
+	if (r->progress.on)
+		progress_draw(&r->progress, r->bytes_hashed + r->progress.memory_bytes, r->consumer_input);
+}
 
 /* output.c */
 void print_hash(const struct output_format *f, const char *path, blake3_hasher *hasher);
