@@ -3,8 +3,11 @@
 
 BLAKE3_VERSION := 1.8.7
 B3SUM_VERSION  := 1.8.7
-APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time valgrind linux-perf clang-14 libclang-rt-14-dev \
-		  python3-venv
+# The same list resolves on Debian 12 and Ubuntu 24.04, but for perf, whose package names differ.
+APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time valgrind clang-14 libclang-rt-14-dev \
+		  python3-venv help2man zsh
+OS_ID          := $(shell . /etc/os-release 2>/dev/null && echo $$ID)
+PERF_PACKAGES  := $(if $(filter ubuntu,$(OS_ID)),linux-tools-common linux-tools-$(shell uname -r),linux-perf)
 # The SSH fleet test's hosts (tests/test_fleet_ssh.py): an SSH server that is only a binary (no service
 # is started), sudo for the hosts' non-root users.
 FLEET_APT_PACKAGES := dropbear-bin sudo
@@ -60,7 +63,8 @@ FLAGS_blake3join :=
 LIB_blake3join := $(BLAKE3_JOIN_LIB)
 bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
 
-.PHONY: all deps deps-apt test test-stress test-sanitize bench sweep fleet wheels lock check-power verify fuzz clean distclean
+.PHONY: all deps deps-apt test test-stress test-sanitize bench sweep fleet wheels lock check-power verify fuzz clean distclean \
+	install uninstall man completions deb b3sum-suite
 all: $(call bins,release)
 
 define compile_rule
@@ -120,7 +124,7 @@ $(BLAKE3)/blake3.h:
 deps: deps-apt $(BLAKE3)/blake3.h $(B3SUM) $(VENV_OK)
 
 deps-apt:
-	@missing=$$(for p in $(APT_PACKAGES) $(FLEET_APT_PACKAGES); do \
+	@missing=$$(for p in $(APT_PACKAGES) $(PERF_PACKAGES) $(FLEET_APT_PACKAGES); do \
 		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		sudo=; [ "$$(id -u)" = 0 ] || sudo=sudo; \
@@ -153,6 +157,106 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -Wall -Wextra $< -o $@
 
+# --- installing the hashers (GNU conventions: PREFIX, DESTDIR) ---
+# A man page and bash and zsh completions per program, all made from its --help (hashers/options.c).
+# AS_B3SUM=yes also installs uring_b3sum as b3sum (messages name the program as invoked).
+PREFIX      ?= /usr/local
+bindir      ?= $(PREFIX)/bin
+datadir     ?= $(PREFIX)/share
+man1dir     ?= $(datadir)/man/man1
+bashcompdir ?= $(datadir)/bash-completion/completions
+zshcompdir  ?= $(datadir)/zsh/site-functions
+AS_B3SUM    ?= no
+INSTALL     ?= install
+PROGRAMS    := $(foreach v,$(VARIANTS),$(BIN_$(v)))
+NAME_uring_b3sum                 := print BLAKE3 hashes of files read through io_uring, as b3sum does
+NAME_liburing_b3sum_singlethread := BLAKE3 hashes read through io_uring, in one thread, as in the article
+NAME_liburing_b3sum_multithread  := BLAKE3 hashes read through io_uring by a producer thread, as in the article
+NAME_b3sum_pread                 := BLAKE3 hashes read with pread(), the baseline of the io_uring hashers
+MAN_PAGES   := $(PROGRAMS:%=$(BUILD)/man/%.1)
+COMPLETIONS := $(PROGRAMS:%=$(BUILD)/completions/bash/%) $(PROGRAMS:%=$(BUILD)/completions/zsh/_%) \
+	       $(BUILD)/completions/bash/b3sum $(BUILD)/completions/zsh/_b3sum
+
+$(BUILD)/man/%.1: $(BUILD)/bin/% | deps-apt
+	@mkdir -p $(@D)
+	help2man --no-info --no-discard-stderr --name='$(NAME_$*)' --version-string='$(shell sed -n 's/^#define RINGSUM_VERSION "\(.*\)"/\1/p' hashers/ringsum.h)' ./$< > $@.new
+	mv $@.new $@
+$(BUILD)/completions/bash/b3sum: $(BUILD)/bin/uring_b3sum hashers/completion.py
+	@mkdir -p $(@D)
+	$(PYTHON) hashers/completion.py bash $< --name b3sum > $@
+$(BUILD)/completions/zsh/_b3sum: $(BUILD)/bin/uring_b3sum hashers/completion.py
+	@mkdir -p $(@D)
+	$(PYTHON) hashers/completion.py zsh $< --name b3sum > $@
+$(BUILD)/completions/bash/%: $(BUILD)/bin/% hashers/completion.py
+	@mkdir -p $(@D)
+	$(PYTHON) hashers/completion.py bash $< > $@
+$(BUILD)/completions/zsh/_%: $(BUILD)/bin/% hashers/completion.py
+	@mkdir -p $(@D)
+	$(PYTHON) hashers/completion.py zsh $< > $@
+
+man: $(MAN_PAGES)
+completions: $(COMPLETIONS)
+
+install: all man completions
+	$(INSTALL) -d $(DESTDIR)$(bindir) $(DESTDIR)$(man1dir) $(DESTDIR)$(bashcompdir) $(DESTDIR)$(zshcompdir)
+	$(INSTALL) -m 755 $(PROGRAMS:%=$(BUILD)/bin/%) $(DESTDIR)$(bindir)/
+	$(INSTALL) -m 644 $(MAN_PAGES) $(DESTDIR)$(man1dir)/
+	$(INSTALL) -m 644 $(PROGRAMS:%=$(BUILD)/completions/bash/%) $(DESTDIR)$(bashcompdir)/
+	$(INSTALL) -m 644 $(PROGRAMS:%=$(BUILD)/completions/zsh/_%) $(DESTDIR)$(zshcompdir)/
+ifeq ($(AS_B3SUM),yes)
+	ln -sf uring_b3sum $(DESTDIR)$(bindir)/b3sum
+	ln -sf uring_b3sum.1 $(DESTDIR)$(man1dir)/b3sum.1
+	$(INSTALL) -m 644 $(BUILD)/completions/bash/b3sum $(DESTDIR)$(bashcompdir)/b3sum
+	$(INSTALL) -m 644 $(BUILD)/completions/zsh/_b3sum $(DESTDIR)$(zshcompdir)/_b3sum
+endif
+
+# Removes what install put there, and b3sum only where it is our link (or its page and completions).
+uninstall:
+	rm -f $(PROGRAMS:%=$(DESTDIR)$(bindir)/%) $(PROGRAMS:%=$(DESTDIR)$(man1dir)/%.1) \
+	      $(PROGRAMS:%=$(DESTDIR)$(bashcompdir)/%) $(PROGRAMS:%=$(DESTDIR)$(zshcompdir)/_%)
+	if [ "$$(readlink $(DESTDIR)$(bindir)/b3sum)" = uring_b3sum ]; then \
+		rm -f $(DESTDIR)$(bindir)/b3sum $(DESTDIR)$(man1dir)/b3sum.1 \
+		      $(DESTDIR)$(bashcompdir)/b3sum $(DESTDIR)$(zshcompdir)/_b3sum; fi
+
+# A Debian package of the hashers, installed as b3sum too (it replaces Debian's b3sum package).
+# Depends: the packages of the shared libraries the programs link (dpkg -S of ldd's list).
+DEB_VERSION := $(shell sed -n 's/^#define RINGSUM_VERSION "\(.*\)"/\1/p' hashers/ringsum.h)
+DEB_ARCH     = $(shell dpkg --print-architecture)
+DEB          = $(BUILD)/uring-b3sum_$(DEB_VERSION)_$(DEB_ARCH).deb
+deb: all man completions
+	rm -rf $(BUILD)/deb-root && $(MAKE) --no-print-directory install DESTDIR=$(abspath $(BUILD)/deb-root) \
+		PREFIX=/usr zshcompdir=/usr/share/zsh/vendor-completions AS_B3SUM=yes >/dev/null
+	mkdir -p $(BUILD)/deb-root/DEBIAN
+	for lib in $$(ldd $(PROGRAMS:%=$(BUILD)/bin/%) | awk '/=> \//{print $$3}' | sort -u); do \
+		dpkg -S "$$lib" 2>/dev/null || dpkg -S "/usr$$lib" 2>/dev/null || dpkg -S "$$(readlink -f $$lib)" \
+		|| { echo "make deb: $$lib: no Debian package has it" >&2; exit 1; }; done > $(BUILD)/deb-depends
+	depends=$$(cut -d: -f1 $(BUILD)/deb-depends | sort -u | paste -sd, | sed 's/,/, /g'); \
+	printf '%s\n' 'Package: uring-b3sum' 'Version: $(DEB_VERSION)' 'Architecture: $(DEB_ARCH)' \
+		'Maintainer: ringsum developers <ringsum@localhost>' "Depends: $$depends" \
+		'Provides: b3sum' 'Conflicts: b3sum' 'Replaces: b3sum' 'Section: utils' 'Priority: optional' \
+		'Description: BLAKE3 file hashing through io_uring, a drop-in for b3sum' \
+		' uring_b3sum prints what b3sum 1.8.7 prints, reading files through an io_uring ring' \
+		' and hashing them on every core; installed as b3sum too. With the three other' \
+		' hashers of ringsum, for comparison.' > $(BUILD)/deb-root/DEBIAN/control
+	dpkg-deb --root-owner-group --build $(BUILD)/deb-root $(DEB)
+
+# b3sum 1.8.7's own command-line tests (its tests/cli_tests.rs) against another program:
+# built once, then b3sum's binary is swapped for B3SUM_UNDER_TEST (default: build/bin/uring_b3sum).
+B3SUM_UNDER_TEST ?= $(BUILD)/bin/uring_b3sum
+B3SUM_SUITE      := $(BUILD)/b3sum-suite
+$(B3SUM_SUITE)/.built:
+	@command -v cargo >/dev/null || { echo "fatal: cargo not found; install Rust (rustup)"; exit 1; }
+	rm -rf $(B3SUM_SUITE) && mkdir -p $(B3SUM_SUITE)/fetch/src
+	printf '[package]\nname = "ringsum-b3sum-fetch"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n[dependencies]\nb3sum = "=$(B3SUM_VERSION)"\n' > $(B3SUM_SUITE)/fetch/Cargo.toml
+	touch $(B3SUM_SUITE)/fetch/src/lib.rs
+	cd $(B3SUM_SUITE)/fetch && cargo vendor --quiet --versioned-dirs ../vendor > /dev/null
+	cp -r $(B3SUM_SUITE)/vendor/b3sum-$(B3SUM_VERSION) $(B3SUM_SUITE)/crate
+	cd $(B3SUM_SUITE)/crate && cargo test --quiet --release --locked --no-run
+	touch $@
+b3sum-suite: $(B3SUM_SUITE)/.built
+	ln -sf $(abspath $(B3SUM_UNDER_TEST)) $(B3SUM_SUITE)/crate/target/release/b3sum
+	$$(ls -t $(B3SUM_SUITE)/crate/target/release/deps/cli_tests-* | grep -v '\.d$$' | head -n 1) --test-threads 1
+
 # --- the jobs ---
 export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 
@@ -162,13 +266,13 @@ export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 TEST_WORKERS ?= auto
 PYTEST := $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-test: deps all $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
+test: deps all man completions $(B3SUM_SUITE)/.built $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
 	$(PYTEST) --durations=12
 
 # The whole suite STRESS_RUNS times under load (a busy process per core, an O_DIRECT reader of the
 # disk): a test whose verdict depends on timing fails here first. Logs in build/stress/.
 STRESS_RUNS ?= 3
-test-stress: deps all $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
+test-stress: deps all man completions $(B3SUM_SUITE)/.built $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
 	$(VENV)/bin/python tests/under_load.py --runs $(STRESS_RUNS) --logs $(BUILD)/stress -- \
 		$(PYTEST) -p no:cacheprovider $(STRESS_TESTS)
 

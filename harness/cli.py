@@ -23,6 +23,7 @@ from typing import Any
 from harness.config import ConfigError, load_config
 from harness.plan import PlanError, build_plan, estimate, estimate_execution_s, format_duration
 from harness.units import format_size, parse_size
+from harness.variants import BIN_DIR_HELP
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,7 +62,7 @@ def _add_file_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", metavar="DIR", help="where --size generates its file (default build/data)")
     p.add_argument("--rounds", type=_posint_arg, metavar="N", help="override run.rounds")
     p.add_argument("--warm", action="store_true", help="warm page cache instead of the config's mode")
-    p.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
+    p.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
 
 
 # The subcommands whose modules load numpy and pandas: their full parsers are built only when one of
@@ -96,7 +97,7 @@ def make_parser(command: str | None = None) -> argparse.ArgumentParser:
     _add_file_args(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     k = sub.add_parser("knobs", help="the hashers' knobs as they describe themselves (docs/knobs.md)")
-    k.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
+    k.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
     k.add_argument("--json", action="store_true", help="as JSON instead of a Markdown table")
     s = sub.add_parser("sysinfo", help="print the machine fingerprint and tool versions")
     s.add_argument("--file", metavar="PATH", help="describe the filesystem and device of this file")
@@ -174,7 +175,7 @@ def _add_check_parsers(sub: Any) -> None:
     bsub.add_parser("list", help="list saved baselines")
 
     i = sub.add_parser("instructions", help=_HEAVY["instructions"])
-    i.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
+    i.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
     i.add_argument("--file", metavar="PATH", help="file to hash (default: a random file of --size)")
     i.add_argument("--size", type=_size_arg, default=instructions.INSTRUCTION_FILE_SIZE, metavar="SIZE",
                    help="size of the generated file (default 64M)")
@@ -358,7 +359,7 @@ def _add_tune_parser(sub: Any) -> None:
     t.add_argument("--size", type=_size_arg, metavar="SIZE", help="size of the generated random test file")
     t.add_argument("--dir", metavar="DIR", help="where --size generates its file (default build/data)")
     t.add_argument("--warm", action="store_true", help="warm page cache instead of the space's mode")
-    t.add_argument("--bin-dir", metavar="DIR", help="hasher binaries (default $RINGSUM_BIN_DIR or build/bin)")
+    t.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
     t.add_argument("--variant", action="append", metavar="NAME", help="search only this variant (repeatable)")
     t.add_argument("--budget", type=_minutes_arg, metavar="MINUTES", help="estimated time to spend at most")
     t.add_argument("--out", default="results", metavar="DIR", help="parent of the tune directory")

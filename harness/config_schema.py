@@ -4,7 +4,6 @@ commands with their knob grids and constraints, and an A/B run's baseline twins.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 from harness.dataset import TreeRecipe
 from harness.tools import TOOLS
 from harness.values import Buffers
-from harness.variants import REPO_ROOT
+from harness.variants import REPO_ROOT, default_bin_dir
 
 
 BASELINE_TOOLS = tuple(TOOLS)
@@ -111,8 +110,9 @@ class Config:
     datasets: tuple[DatasetDecl, ...] = ()  # [[datasets]]: instead of run.file / run.file_size
 
     def bin_dir(self) -> Path:
-        d = self.run.bin_dir or os.environ.get("RINGSUM_BIN_DIR") or "build/bin"
-        p = Path(d)
+        if not self.run.bin_dir:
+            return default_bin_dir()
+        p = Path(self.run.bin_dir)
         return p if p.is_absolute() else REPO_ROOT / p
 
     def data_dir(self) -> Path:

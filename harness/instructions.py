@@ -3,7 +3,6 @@ file, counted with perf (hardware counter) or valgrind's callgrind, compared wit
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -73,14 +72,14 @@ def measure_instructions(bin_dir: Path, file: Path, b3sum_hash: str,
 def instructions_now(bin_dir: Path | None = None, file: Path | None = None,
                      size: int = INSTRUCTION_FILE_SIZE) -> dict[str, Any]:
     """measure_instructions() on `file`, or on a random file of `size` in build/data."""
-    from harness.variants import REPO_ROOT
+    from harness.variants import REPO_ROOT, default_bin_dir
     from harness.dataset import Dataset
     from harness.plan import find_tool
     from harness.files import ensure_dataset
     from harness.preflight import b3sum_reference
     from harness.units import format_size
 
-    bin_dir = bin_dir or REPO_ROOT / os.environ.get("RINGSUM_BIN_DIR", "build/bin")
+    bin_dir = bin_dir or default_bin_dir()
     if file is None:
         file = REPO_ROOT / "build" / "data" / f"ringsum-{format_size(size)}.bin"
         ensure_dataset(Dataset(str(file), size, generate=True, owned=True), lambda msg: None)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 from harness import values
 from harness.units import format_size
-from harness.variants import REPO_ROOT, VARIANTS
+from harness.variants import VARIANTS, default_bin_dir
 
 # Knobs that baselines share (dd's block size, fio's depth and O_DIRECT): runs.csv columns of
 # their own, filled for every tool; the other knobs are the hashers' alone.
@@ -77,11 +76,6 @@ class KnobTable:
     def article_flags(self) -> tuple[str, ...]:
         """The flags the article's positional form can express."""
         return tuple(k.name for k in self.flags if k.positional)
-
-
-def default_bin_dir() -> Path:
-    d = Path(os.environ.get("RINGSUM_BIN_DIR") or "build/bin")
-    return d if d.is_absolute() else REPO_ROOT / d
 
 
 def _describe(binary: Path) -> dict[str, Any]:

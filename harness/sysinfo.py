@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.variants import REPO_ROOT, VARIANTS
+from harness.variants import REPO_ROOT, VARIANTS, default_bin_dir
 
 CPU_FLAGS_OF_INTEREST = ("sse2", "sse4_1", "ssse3", "avx", "avx2", "avx512f", "avx512vl", "avx512bw",
                          "sha_ni", "aes", "neon", "asimd", "hypervisor")
@@ -233,7 +233,7 @@ def versions(bin_dir: Path | None = None, tools: dict[str, str] | None = None) -
     probe = _Probe()
     probe("gcc", lambda: _run([tools["gcc"], "-dumpfullversion"]))
     probe("liburing", lambda: _run(["dpkg-query", "-W", "-f=${Version}", "liburing-dev"]))
-    probe("blake3", lambda: _blake3_version(bin_dir or REPO_ROOT / "build" / "bin"))
+    probe("blake3", lambda: _blake3_version(bin_dir or default_bin_dir()))
     probe("fio", lambda: _run([tools["fio"], "--version"]).removeprefix("fio-"))
     probe("hyperfine", lambda: _run([tools["hyperfine"], "--version"]).split()[-1])
     probe("b3sum", lambda: _run([tools["b3sum"], "--version"]).split()[-1])

@@ -6,10 +6,28 @@ read them from here; a baseline tool's argv, label, estimate and colour are in i
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+BIN_DIR_HELP = ("hasher binaries (default $RINGSUM_BIN_DIR, else the checkout's build/bin, "
+                "else the directory of uring_b3sum on the PATH, as `make install` put it)")
+
+
+def default_bin_dir() -> Path:
+    """Where the hashers are when no --bin-dir or config names it: see BIN_DIR_HELP.
+
+    A relative $RINGSUM_BIN_DIR is the checkout's. ringsum installed outside the checkout (pipx,
+    a venv) has no build/bin beside it: it runs the hashers `make install` put on the PATH.
+    """
+    given = os.environ.get("RINGSUM_BIN_DIR")
+    if given:
+        return Path(given) if Path(given).is_absolute() else REPO_ROOT / given
+    built = REPO_ROOT / "build" / "bin"
+    installed = shutil.which("uring_b3sum")
+    return Path(installed).parent if not built.is_dir() and installed else built
 
 
 @dataclass(frozen=True)
