@@ -74,3 +74,27 @@ def test_no_fixed_name_in_a_shared_temporary_directory():
              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if fixed.search(line) and "(the old /tmp/" not in line]
     assert not found, "fixed names in a shared temporary directory:\n" + "\n".join(found)
+
+
+def makefile_list(name: str) -> list[str]:
+    """A `NAME := words \\ words` assignment of the Makefile, its words."""
+    text = (REPO / "Makefile").read_text()
+    m = re.search(rf"^{name}\s*:=((?:.*\\\n)*.*)$", text, re.M)
+    assert m, name
+    return m.group(1).replace("\\\n", " ").split()
+
+
+def test_readme_lists_the_packages_the_makefile_installs():
+    """The README's set-up paragraph names every package `make deps` installs, perf's both ways."""
+    readme = " ".join((REPO / "README.md").read_text().split())
+    wanted = makefile_list("APT_PACKAGES") + makefile_list("FLEET_APT_PACKAGES")
+    assert wanted and not [p for p in wanted if p not in readme]
+    assert "`linux-perf`" in readme and "linux-tools-common linux-tools-$(uname -r)" in readme
+    assert "linux-perf" in (REPO / "Makefile").read_text() and "linux-tools-$(shell uname -r)" in (REPO / "Makefile").read_text()
+
+
+def test_the_github_workflow_builds_as_the_runner_user():
+    """`sudo make` would lose ~/.cargo/bin to sudo's secure_path: make calls sudo for apt-get itself."""
+    workflow = (REPO / "docs" / "github-actions-ringsum-check.yml").read_text()
+    assert "sudo make" not in workflow
+    assert "make -C base deps all" in workflow and "make -C pr deps all" in workflow
