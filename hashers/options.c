@@ -258,13 +258,13 @@ static void usage(FILE *out, const char *prog, const struct variant *v)
 		"  -c, --check                  uring_b3sum: FILEs are b3sum checksum files; verify them (default off)\n"
 		"      --quiet                  uring_b3sum --check: print only failures (default off)\n\n"
 		"Ours:\n"
+		"      --progress               bytes and files done, rate and time left, on stderr when it is a\n"
+		"                               terminal, at most 4 times a second, cleared before each output\n"
+		"                               line (default off)\n"
 		"  -r, --recursive              hash every regular file under each FILE that is a directory, depth\n"
 		"                               first, the paths in byte order (as find DIR -type f | LC_ALL=C sort);\n"
 		"                               symlinks inside are neither followed nor hashed, FIFOs, sockets\n"
 		"                               and devices skipped (default off: a directory is an error)\n"
-		"      --progress               bytes and files done, rate and time left, on stderr when it is a\n"
-		"                               terminal, at most 4 times a second, cleared before each output\n"
-		"                               line (default off)\n"
 		"%s\n"
 		"The ring's options:\n",
 		prog, prog, v->chooses_path ? "--positional " : "",
