@@ -30,6 +30,21 @@ def test_cached_file_is_hashed_from_memory_and_cold_file_through_the_ring(tmp_pa
     assert b"reading through the io_uring ring (4096K blocks, 8 deep, 16 buffers, O_DIRECT)" in cold.stderr
 
 
+def test_a_small_cached_file_is_read_through_the_ring_unless_memory_min_says_otherwise(tmp_path):
+    """Below --memory-min (512K) a cached file is read (buffered: it is in the page cache) through the
+    ring and hashed by one thread; at or above it, from memory on every core."""
+    small, large = tmp_path / "small.bin", tmp_path / "large.bin"
+    small.write_bytes(data_file(512 * 1024 - 1).read_bytes())
+    large.write_bytes(data_file(512 * 1024).read_bytes())
+    for args, small_how in (([], b"reading through the io_uring ring (4096K blocks, 8 deep, 16 buffers)\n"),
+                            (["--memory-min", "16K"], b"hashing from the page cache")):
+        small.read_bytes(), large.read_bytes()
+        result = run([program(URING_B3SUM), "--verbose", *args, small, large])
+        assert result.stdout == b3sum_lines([small, large]), args
+        lines = result.stderr.splitlines(keepends=True)
+        assert len(lines) == 2 and small_how in lines[0] and b"hashing from the page cache" in lines[1], lines
+
+
 def test_a_mostly_cached_file_is_hashed_from_memory(tmp_path):
     """Three quarters of a file in the page cache is enough for the memory path (the rest is faulted
     in); half is not: that file is read again through the ring."""
