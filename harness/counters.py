@@ -80,7 +80,10 @@ class Tolerance:
 # (docs/regression-check.md): reads, faults and RSS hardly move; read_bytes carries the
 # libraries re-read after a cache drop; system calls and context switches depend on timing
 # (io_uring_enter calls ranged 96-253 for the single thread, 114-365 for the multithreaded
-# one); the time-weighted mean in flight ranged 0.8-5.1 and is only shown. The queue depth in
+# one); the time-weighted mean in flight ranged 0.8-5.1 and is only shown. Context switches
+# ranged 96-814 there, and 8 against 118 for two identical builds of the single thread when
+# `make test` ran a CPU-heavy test beside the probes: they count waits and preemptions, not what
+# the program asked for, so they are shown, not judged (no injected fault is caught by them). The queue depth in
 # use is judged by its peak: the most in flight at once, which the first fill of the ring reaches
 # whatever the scheduling (the count at a consumer run was 0 on a loaded machine: every read had
 # completed before the consumer looked).
@@ -90,7 +93,7 @@ TOLERANCES: dict[str, Tolerance] = {
     "peak_in_flight": Tolerance(0.40, 1.5, "down", "max"),
     "uring_enters": Tolerance(2.00, 30, "up"),
     "read_bytes": Tolerance(0.30, 8 << 20, "up"),
-    "ctx_switches": Tolerance(3.00, 100, "up"),
+    "ctx_switches": Tolerance(0.0, 0.0, "none"),
     "minor_faults": Tolerance(0.25, 200, "up"),
     "max_rss_kib": Tolerance(0.25, 4096, "up"),
     "resident_after": Tolerance(0.0, 0.5, "either", "max"),
