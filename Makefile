@@ -169,6 +169,8 @@ zshcompdir  ?= $(datadir)/zsh/site-functions
 AS_B3SUM    ?= no
 INSTALL     ?= install
 PROGRAMS    := $(foreach v,$(VARIANTS),$(BIN_$(v)))
+# The hashers' version, as --version says it (hashers/ringsum.h): the man pages' and the .deb's.
+VERSION     := $(shell sed -n 's/^\#define RINGSUM_VERSION "\(.*\)"/\1/p' hashers/ringsum.h)
 NAME_uring_b3sum                 := print BLAKE3 hashes of files read through io_uring, as b3sum does
 NAME_liburing_b3sum_singlethread := BLAKE3 hashes read through io_uring, in one thread, as in the article
 NAME_liburing_b3sum_multithread  := BLAKE3 hashes read through io_uring by a producer thread, as in the article
@@ -179,7 +181,7 @@ COMPLETIONS := $(PROGRAMS:%=$(BUILD)/completions/bash/%) $(PROGRAMS:%=$(BUILD)/c
 
 $(BUILD)/man/%.1: $(BUILD)/bin/% | deps-apt
 	@mkdir -p $(@D)
-	help2man --no-info --no-discard-stderr --name='$(NAME_$*)' --version-string='$(shell sed -n 's/^#define RINGSUM_VERSION "\(.*\)"/\1/p' hashers/ringsum.h)' ./$< > $@.new
+	help2man --no-info --no-discard-stderr --name='$(NAME_$*)' --version-string='$(VERSION)' ./$< > $@.new
 	mv $@.new $@
 $(BUILD)/completions/bash/b3sum: $(BUILD)/bin/uring_b3sum hashers/completion.py
 	@mkdir -p $(@D)
@@ -220,9 +222,8 @@ uninstall:
 
 # A Debian package of the hashers, installed as b3sum too (it replaces Debian's b3sum package).
 # Depends: the packages of the shared libraries the programs link (dpkg -S of ldd's list).
-DEB_VERSION := $(shell sed -n 's/^#define RINGSUM_VERSION "\(.*\)"/\1/p' hashers/ringsum.h)
 DEB_ARCH     = $(shell dpkg --print-architecture)
-DEB          = $(BUILD)/uring-b3sum_$(DEB_VERSION)_$(DEB_ARCH).deb
+DEB          = $(BUILD)/uring-b3sum_$(VERSION)_$(DEB_ARCH).deb
 deb: all man completions
 	rm -rf $(BUILD)/deb-root && $(MAKE) --no-print-directory install DESTDIR=$(abspath $(BUILD)/deb-root) \
 		PREFIX=/usr zshcompdir=/usr/share/zsh/vendor-completions AS_B3SUM=yes >/dev/null
@@ -231,7 +232,7 @@ deb: all man completions
 		dpkg -S "$$lib" 2>/dev/null || dpkg -S "/usr$$lib" 2>/dev/null || dpkg -S "$$(readlink -f $$lib)" \
 		|| { echo "make deb: $$lib: no Debian package has it" >&2; exit 1; }; done > $(BUILD)/deb-depends
 	depends=$$(cut -d: -f1 $(BUILD)/deb-depends | sort -u | paste -sd, | sed 's/,/, /g'); \
-	printf '%s\n' 'Package: uring-b3sum' 'Version: $(DEB_VERSION)' 'Architecture: $(DEB_ARCH)' \
+	printf '%s\n' 'Package: uring-b3sum' 'Version: $(VERSION)' 'Architecture: $(DEB_ARCH)' \
 		'Maintainer: ringsum developers <ringsum@localhost>' "Depends: $$depends" \
 		'Provides: b3sum' 'Conflicts: b3sum' 'Replaces: b3sum' 'Section: utils' 'Priority: optional' \
 		'Description: BLAKE3 file hashing through io_uring, a drop-in for b3sum' \

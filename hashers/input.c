@@ -28,7 +28,6 @@ struct cachestat { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_rec
  */
 static volatile sig_atomic_t mapped_file_lost_pages;
 
-
 static void on_sigbus(int sig, siginfo_t *info, void *context)
 {
 	long page = sysconf(_SC_PAGESIZE);

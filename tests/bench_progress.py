@@ -11,14 +11,10 @@ alone on the machine.
 from __future__ import annotations
 
 import argparse
-import os
-import pty
 import random
 import re
 import statistics
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -26,31 +22,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from harness import cache, stats  # noqa: E402
+from hashers_support import run_on_terminal  # noqa: E402  (tests/ is this script's directory)
 
 
 def timed_on_terminal(argv: list[str]) -> tuple[float, bytes]:
-    """Wall time of argv with stderr on a pseudo-terminal (drained as a terminal would be)."""
-    master, slave = pty.openpty()
-    seen = bytearray()
-
-    def drain() -> None:
-        try:
-            while chunk := os.read(master, 65536):
-                seen.extend(chunk)
-        except OSError:
-            pass
-
-    reader = threading.Thread(target=drain)
-    reader.start()
+    """Wall time of argv with stderr on a pseudo-terminal, and what the terminal received."""
     start = time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=slave, timeout=600)
+    code, _, terminal = run_on_terminal(argv, stdout_too=False)
     elapsed = time.perf_counter() - start
-    os.close(slave)
-    reader.join(timeout=30)
-    os.close(master)
-    if done.returncode != 0:
-        raise SystemExit(f"bench_progress: {' '.join(argv)}: exit {done.returncode}")
-    return elapsed, bytes(seen)
+    if code != 0:
+        raise SystemExit(f"bench_progress: {' '.join(argv)}: exit {code}")
+    return elapsed, terminal
 
 
 def main() -> int:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import pty
 import random
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,3 +110,33 @@ class Knobs:
     def __str__(self) -> str:
         flags = "".join(letter for field, (_, letter) in self.FLAGS.items() if getattr(self, field))
         return f"bs{self.block_size}-qd{self.queue_depth}-n{self.buffers}-{flags or 'plain'}"
+
+
+def run_on_terminal(argv: list, stdout_too: bool, env: dict | None = None,
+                    stdin: int | None = None) -> tuple[int, bytes, bytes]:
+    """Run with stderr (and stdout if stdout_too) on a pseudo-terminal; returns (exit, stdout, terminal)."""
+    master, slave = pty.openpty()
+    received = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every writer has closed the terminal
+                return
+            if not chunk:
+                return
+            received.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        done = subprocess.run([str(a) for a in argv], stdin=stdin, stderr=slave,
+                              stdout=slave if stdout_too else subprocess.PIPE,
+                              env={**os.environ, **(env or {})}, timeout=120)
+    finally:
+        os.close(slave)
+        reader.join(timeout=30)
+        os.close(master)
+    # The terminal turns \n into \r\n on output; the screen is the same either way.
+    return done.returncode, done.stdout or b"", bytes(received).replace(b"\r\n", b"\n")

@@ -5,7 +5,6 @@ redraws after every block and file, so that no test waits on the clock."""
 from __future__ import annotations
 
 import os
-import pty
 import re
 import subprocess
 import threading
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hashers_support import B3SUM, REPO, program
+from hashers_support import B3SUM, REPO, program, run_on_terminal
 
 pytestmark = pytest.mark.independent
 
@@ -45,36 +44,6 @@ def screen(data: bytes) -> list[str]:
 def drawn(data: bytes) -> list[str]:
     """Every progress line drawn: the text between a \\r and its ESC[K."""
     return [m.decode() for m in re.findall(rb"\r([^\r\n\x1b]+)\x1b\[K", data)]
-
-
-def run_on_terminal(argv: list, stdout_too: bool, env: dict | None = None,
-                    stdin: int | None = None) -> tuple[int, bytes, bytes]:
-    """Run with stderr (and stdout if stdout_too) on a pseudo-terminal; returns (exit, stdout, terminal)."""
-    master, slave = pty.openpty()
-    received = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: every writer has closed the terminal
-                return
-            if not chunk:
-                return
-            received.extend(chunk)
-
-    reader = threading.Thread(target=drain)
-    reader.start()
-    try:
-        done = subprocess.run([str(a) for a in argv], stdin=stdin, stderr=slave,
-                              stdout=slave if stdout_too else subprocess.PIPE,
-                              env={**os.environ, **(env or {})}, timeout=120)
-    finally:
-        os.close(slave)
-        reader.join(timeout=30)
-        os.close(master)
-    # The terminal turns \n into \r\n on output; the screen is the same either way.
-    return done.returncode, done.stdout or b"", bytes(received).replace(b"\r\n", b"\n")
 
 
 def random_file(path: Path, size: int) -> Path:
