@@ -44,10 +44,13 @@ CFLAGS  += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -pthread -I$(BLAKE3) -DBLAKE3_
 	   -DRINGSUM_LIBURING_VERSION='"$(LIBURING_VERSION)"'
 LDLIBS  := -luring -ltbb -lstdc++ -pthread
 
+# SIMD levels below the CPU's (a machine condition of harness/conditions.py): BLAKE3 built without
+# its AVX-512 code, or without AVX-512 and AVX2, by its own defines; the hashers in simd-<level>/bin.
+SIMD_LEVELS   := avx2 sse41
 # Build flavours, each in its own tree so that they coexist.
 # blake3join links BLAKE3's own TBB join instead of hashers/parallel_hash.cpp, for `make bench`.
 # LIB_<flavour>: its BLAKE3 library, when not $(BLAKE3_LIB).
-FLAVOURS      := release notrace asan tsan faults blake3join
+FLAVOURS      := release notrace asan tsan faults blake3join $(SIMD_LEVELS)
 DIR_release   := $(BUILD)
 DIR_notrace   := $(BUILD)/notrace
 DIR_asan      := $(BUILD)/asan
@@ -61,10 +64,14 @@ FLAGS_tsan    := -O1 -fsanitize=thread
 FLAGS_faults  := -DRINGSUM_FAULTS
 FLAGS_blake3join :=
 LIB_blake3join := $(BLAKE3_JOIN_LIB)
+# SIMD levels (machine conditions, harness/conditions.py): the hashers in simd-<level>/bin.
+NO_SIMD_avx2  := -DBLAKE3_NO_AVX512
+NO_SIMD_sse41 := -DBLAKE3_NO_AVX512 -DBLAKE3_NO_AVX2
+$(foreach l,$(SIMD_LEVELS),$(eval DIR_$(l) := $(BUILD)/simd-$(l))$(eval LIB_$(l) := $(BUILD)/simd-$(l)/blake3/libblake3.a))
 bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
 
 .PHONY: all deps deps-apt test test-stress test-sanitize bench sweep fleet wheels lock check-power verify fuzz clean distclean \
-	install uninstall man completions deb b3sum-suite
+	install uninstall man completions deb b3sum-suite simd
 all: $(call bins,release)
 
 define compile_rule
@@ -110,6 +117,22 @@ $(BUILD)/blake3/blake3_tbb.o: $(BLAKE3)/blake3_tbb.cpp | $(BLAKE3)/blake3.h /usr
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 -O3 -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB -c $< -o $@
 
+define simd_blake3_rules
+$(LIB_$(1)): $(addprefix $(DIR_$(1))/blake3/,$(BLAKE3_C_SRCS:.c=.o) $(BLAKE3_S_SRCS:.S=.o) parallel_hash.o)
+	rm -f $$@
+	$$(AR) rcs $$@ $$^
+$(DIR_$(1))/blake3/%.o: $(BLAKE3)/%.c | $(BLAKE3)/blake3.h
+	@mkdir -p $$(@D)
+	$$(CC) -O3 -DBLAKE3_USE_TBB $(NO_SIMD_$(1)) -c $$< -o $$@
+$(DIR_$(1))/blake3/%.o: $(BLAKE3)/%.S | $(BLAKE3)/blake3.h
+	@mkdir -p $$(@D)
+	$$(CC) -c $$< -o $$@
+$(DIR_$(1))/blake3/parallel_hash.o: hashers/parallel_hash.cpp | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+	@mkdir -p $$(@D)
+	$$(CXX) -std=c++20 -O3 -g -Wall -Wextra -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB $(NO_SIMD_$(1)) -I$(BLAKE3) -c $$< -o $$@
+endef
+$(foreach l,$(SIMD_LEVELS),$(eval $(call simd_blake3_rules,$(l))))
+
 # The fetch brings every source file along with the header.
 $(addprefix $(BLAKE3)/,$(BLAKE3_C_SRCS) $(BLAKE3_S_SRCS) blake3_tbb.cpp): $(BLAKE3)/blake3.h ;
 $(BLAKE3)/blake3.h:
@@ -137,6 +160,15 @@ deps-apt:
 
 $(B3SUM):
 	cargo install --locked --quiet b3sum --version $(B3SUM_VERSION) --root $(TOOLS)
+
+# b3sum at each SIMD level, by the blake3 crate's own features, for the simd condition's baselines.
+B3SUM_no_avx2  := blake3/no_avx512
+B3SUM_no_sse41 := blake3/no_avx512,blake3/no_avx2
+$(TOOLS)/simd-%/bin/b3sum:
+	cargo install --locked --quiet b3sum --version $(B3SUM_VERSION) --features $(B3SUM_no_$*) --root $(TOOLS)/simd-$*
+
+# Everything the simd condition runs: `ringsum run` names this target when a level is missing.
+simd: $(foreach l,$(SIMD_LEVELS),$(call bins,$(l)) $(TOOLS)/simd-$(l)/bin/b3sum)
 
 $(VENV_OK): pyproject.toml $(PY_LOCK)
 	$(PYTHON) -m venv $(VENV)

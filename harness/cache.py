@@ -237,12 +237,17 @@ def main(argv: list[str] | None = None) -> int:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--drop", action="store_true")
     g.add_argument("--warm", action="store_true")
+    p.add_argument("--settle", type=float, default=0.0, metavar="SECONDS",
+                   help="then wait this long without reading (a read-capped condition, harness/emulation.py)")
     r = sub.add_parser("resident", help="print the resident fraction of files")
     r.add_argument("files", nargs="+")
     a = ap.parse_args(argv)
     try:
         if a.cmd == "prepare":
             prepare(a.file, a.log, a.drop, a.warm)
+            # blk-throttle lets a group read at the cap times the time since its slice began: the
+            # reads of this step's own start would leave the command a credit of faster reads.
+            time.sleep(a.settle)
         else:
             for f in a.files:
                 frac, method = resident_fraction(f)

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.conditions import AS_IS, ConditionError, parse_cli
 from harness.config import ConfigError, load_config
 from harness.plan import PlanError, build_plan, estimate, estimate_execution_s, format_duration
 from harness.units import format_size, parse_size
@@ -63,6 +64,32 @@ def _add_file_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=_posint_arg, metavar="N", help="override run.rounds")
     p.add_argument("--warm", action="store_true", help="warm page cache instead of the config's mode")
     p.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
+    _add_condition_args(p)
+
+
+def _condition_arg(dimension: str) -> Any:
+    def parse(s: str) -> tuple[Any, ...]:
+        try:
+            return parse_cli(dimension, s)
+        except ConditionError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return parse
+
+
+def _add_condition_args(p: argparse.ArgumentParser) -> None:
+    """Machine conditions (harness/conditions.py): each replaces the config's [conditions] values."""
+    g = p.add_argument_group("machine conditions (comma-separated values; each replaces the config's)")
+    g.add_argument("--device", type=_condition_arg("device"), metavar="LIST",
+                   help="disk (the file where it is), ram (a copy on a RAM-backed block device)")
+    g.add_argument("--read-cap", type=_condition_arg("read_cap"), metavar="LIST",
+                   help="bytes/s on the file's block device, or none (e.g. none,1G)")
+    g.add_argument("--cores", type=_condition_arg("cores"), metavar="LIST", help="CPUs to run on, or all (e.g. all,1)")
+    g.add_argument("--simd", type=_condition_arg("simd"), metavar="LIST",
+                   help="BLAKE3 build: full, avx2 (no AVX-512), sse41 (no AVX2 either); `make simd` builds them")
+
+
+def condition_overrides(a: argparse.Namespace) -> dict[str, tuple[Any, ...]]:
+    return {d: v for d in ("device", "read_cap", "cores", "simd") if (v := getattr(a, d, None)) is not None}
 
 
 # The subcommands whose modules load numpy and pandas: their full parsers are built only when one of
@@ -188,7 +215,8 @@ def _cmd_plan(a: argparse.Namespace) -> int:
     from harness.files import resolve_files
     from harness.run import LONG_PLAN_S, Options, apply_overrides
 
-    opts = Options(config_path=a.config, rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir)
+    opts = Options(config_path=a.config, rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir,
+                   conditions=condition_overrides(a))
     config = apply_overrides(load_config(a.config), opts)
     files = resolve_files(config, a.file, a.size, a.dir)
     plan = build_plan(config, files)
@@ -204,6 +232,7 @@ def _cmd_plan(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps({"commands": [c.to_json() for c in plan.commands],
                           "files": [f.to_json() for f in files], "estimate_s": est.total_s,
+                          "conditions": [c.to_json() | {"name": c.name} for c in plan.conditions],
                           "timed_executions": plan.timed_executions,
                           "traced_executions": plan.traced_executions}, indent=2))
         return 0
@@ -221,6 +250,10 @@ def _cmd_plan(a: argparse.Namespace) -> int:
         per = estimate_execution_s(c, plan.cache, config)
         print(f"{i:>4}. {c.label}   (~{per:.2f} s{', +1 traced run' if c.trace_argv else ''})")
         print(f"      {shlex.join(c.argv)}")
+    if len(plan.conditions) > 1 or plan.conditions[0].name != AS_IS:
+        print("conditions:")
+        for c in plan.conditions:
+            print(f"  {c.name}: {c.describe()}")
     for n in plan.notes:
         print(f"note: {n}")
     print()
@@ -248,13 +281,13 @@ def _cmd_run(a: argparse.Namespace) -> int:
     if a.config is None and a.resume is None:
         print("ringsum: run needs a CONFIG (or --resume RUN_DIR)", file=sys.stderr)
         return 2
-    if a.resume and (a.file or a.size or a.rounds or a.warm or a.bin_dir or a.against):
-        print("ringsum: --resume takes the run's own settings; drop --file/--size/--rounds/--warm/--bin-dir/--against",
-              file=sys.stderr)
+    if a.resume and (a.file or a.size or a.rounds or a.warm or a.bin_dir or a.against or condition_overrides(a)):
+        print("ringsum: --resume takes the run's own settings; drop --file/--size/--rounds/--warm/--bin-dir/--against "
+              "and the conditions", file=sys.stderr)
         return 2
     opts = Options(config_path=a.config, file=a.file, size=a.size, dir=a.dir, out=a.out,
                    rounds=a.rounds, resume=a.resume, warm=a.warm, bin_dir=a.bin_dir, seed=a.seed,
-                   against=a.against, yes=a.yes)
+                   against=a.against, yes=a.yes, conditions=condition_overrides(a))
     outcome = run(opts)
     if not a.report or outcome.code > 1 or outcome.run_dir is None:
         return outcome.code

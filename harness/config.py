@@ -59,6 +59,8 @@ Schema (all keys optional unless noted)::
     empty = 0.02               #   this share of them empty
     seed = 1                   #   the bytes' (default 1): the same recipe makes the same tree
 
+    [conditions]               # machine conditions: device, read_cap, cores, simd (harness/conditions.py)
+
     [baselines]                # each value: true, a table, or a list of tables
     cat = true
     dd = { bs = ["64K", "2M"], direct = [false, true] }
@@ -76,6 +78,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
+from harness.conditions import ConditionError, grid_from_table
 from harness.knobs import KnobsError, hasher_knobs, load_knobs
 from harness.config_schema import (BASELINE_TOOLS, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, ConfigError, Constraint,
                                    DatasetDecl, Group, Nominal, RunSettings)
@@ -327,7 +330,7 @@ def parse_config(text: str, path: str) -> Config:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ctx.err("", f"invalid TOML: {e}") from None
-    ctx.check_keys(raw, "", {"run", "hashers", "commands", "baselines", "datasets"})
+    ctx.check_keys(raw, "", {"run", "hashers", "commands", "baselines", "datasets", "conditions"})
 
     run = _parse_run(ctx, ctx.table(raw.get("run", {}), "run"))
     datasets = raw.get("datasets", [])
@@ -369,8 +372,12 @@ def parse_config(text: str, path: str) -> Config:
         if g.name in seen:
             raise ctx.err(f"{g.key}.name", f"duplicate group name {g.name!r} (also {seen[g.name]})")
         seen[g.name] = g.key
+    try:
+        conditions = grid_from_table(ctx.table(raw.get("conditions", {}), "conditions"))
+    except ConditionError as e:
+        raise ctx.err("", str(e)) from None
     return Config(path=path, run=run, groups=tuple(groups), raw=raw, limit_groups=tuple(limit_groups),
-                  limit=limit, datasets=decls)
+                  limit=limit, datasets=decls, conditions=conditions)
 
 
 def _parse_dataset(ctx: _Ctx, table: dict[str, Any], key: str) -> DatasetDecl:

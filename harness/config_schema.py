@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.conditions import ConditionGrid
 from harness.dataset import TreeRecipe
 from harness.tools import TOOLS
 from harness.values import Buffers
@@ -108,6 +109,7 @@ class Config:
     limit_groups: tuple[Group, ...] = ()  # the `limit` group (LIMIT_BASELINES), unless turned off
     limit: bool = True  # `[baselines] limit`: readers for the read limit, b3sum for BLAKE3's when warm
     datasets: tuple[DatasetDecl, ...] = ()  # [[datasets]]: instead of run.file / run.file_size
+    conditions: ConditionGrid = field(default_factory=lambda: ConditionGrid({}))  # [conditions]
 
     def bin_dir(self) -> Path:
         if not self.run.bin_dir:
@@ -157,6 +159,7 @@ class Config:
             "datasets": [dataclasses.asdict(d) for d in self.datasets],
             "groups": [group(g) for g in self.groups],
             "limit_groups": [group(g) for g in self.limit_groups],
+            "conditions": [c.to_json() | {"name": c.name} for c in self.conditions.expand()],
             "toml": self.raw,
         }
 

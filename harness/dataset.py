@@ -81,6 +81,7 @@ class Dataset:
     owned: bool = False  # ringsum named it (data directory): also generated again if it is not as made
     recipe: TreeRecipe | None = None  # a generated tree's
     label: str = ""  # its [[datasets]] name; default the path's last part
+    copy_of: str = ""  # a copy on a condition's RAM device (harness/emulation.py): the original's path
 
     @property
     def is_tree(self) -> bool:

@@ -10,12 +10,14 @@ import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness import cache as cachemod
 from harness import counters
 from harness import results as res
+from harness.conditions import Condition
 from harness.config_schema import Config
+from harness.confine import Confinement
 from harness.fio import FioError, parse_fio_file
 from harness.plan import TRACE, Command, Plan
 from harness.preflight import Reference
@@ -35,10 +37,17 @@ class RunStopped(Exception):
     `--resume` finishes the rest once the cause is fixed. Exit 1."""
 
 
-def prepare_argv(python: str, file: str, log: Path, cache: str) -> str:
+# Under a read cap, the --prepare step then idles this long: blk-throttle's slices are 100 ms on a
+# rotational queue, and its start's reads (Python's files, dropped a moment before) would otherwise
+# leave the command a credit: cat of 64 MiB under a 200 MiB/s cap took 0.22 s, not 0.32 s.
+CAPPED_SETTLE_S = 0.3
+
+
+def prepare_argv(python: str, file: str, log: Path, cache: str, settle: float = 0.0) -> str:
     """hyperfine's --prepare command, quoted for its shell-words splitting (-N: no shell)."""
     mode = "--drop" if cache == "cold" else "--warm"
-    return shlex.join([python, "-m", "harness.cache", "prepare", mode, "--file", file, "--log", str(log)])
+    return shlex.join([python, "-m", "harness.cache", "prepare", mode, "--file", file, "--log", str(log),
+                       *(["--settle", str(settle)] if settle else [])])
 
 
 @dataclass
@@ -56,6 +65,7 @@ class RunState:
     failures: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     count_syscalls: bool = False  # perf can count io_uring_enter here
+    confine: Callable[[Condition], Confinement] = lambda _cond: Confinement()  # harness/emulation.py
 
 
 def describe(rec: res.RunRecord) -> str:
@@ -99,12 +109,13 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
         # than a hot 64 MiB hash takes, i.e. fewer rounds and wider intervals in the same time.
         _warm(cmd, prep_log)
     else:
-        argv += ["--prepare", prepare_argv(state.python, cmd.file, prep_log, cache)]
+        settle = CAPPED_SETTLE_S if cmd.condition.read_cap else 0.0
+        argv += ["--prepare", prepare_argv(state.python, cmd.file, prep_log, cache, settle)]
     argv.append(shlex.join(cmd.argv_with(str(fio_path), state.fio_files.get(cmd.file, cmd.file),
                                          state.refs[cmd.file].file_list)))
     started = utcnow()
     timeout = state.config.run.timeout_s + PREPARE_SLACK_S
-    rc, _out, err = run_group(argv, timeout)
+    rc, _out, err = run_group(state.confine(cmd.condition).wrap(argv, state.python), timeout)
     rec = res.RunRecord(
         label=cmd.label, tool=cmd.tool, variant=cmd.variant, group=cmd.group,
         block_size=cmd.block_size, queue_depth=cmd.queue_depth, buffers=cmd.buffers, direct=cmd.direct,
@@ -113,7 +124,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
         file=cmd.file, file_size=cmd.file_size, files=cmd.files, cache=cache, round=rnd, position=position,
         wall_s=None, user_s=None, sys_s=None, bytes=cmd.file_size, throughput_Bps=None,
         exit_code=None, resident_before=None, hash_ok=None, fio_bw_Bps=None, fio_runtime_s=None,
-        started_at=iso(started))
+        started_at=iso(started), **cmd.condition.columns())
     errors: list[str] = []
     prep = cachemod.read_last_record(prep_log)
     if prep is not None and "error" in prep:  # the same would happen to every execution after it
@@ -188,7 +199,7 @@ def traced_run(state: RunState, cmd: Command, progress: Progress) -> dict[str, A
     assert cmd.trace_argv is not None
     trace = state.run_dir / "traces" / f"{cmd.slug}.csv"
     out_path = state.run_dir / "raw" / f"{cmd.slug}.trace.out"
-    argv = [str(trace) if a == TRACE else a for a in cmd.trace_argv]
+    argv = state.confine(cmd.condition).wrap([str(trace) if a == TRACE else a for a in cmd.trace_argv], state.python)
     for _ in range(state.config.run.probes):
         trace.unlink(missing_ok=True)
         row = counters.probe(cmd.label, argv, cmd.file, trace, out_path, state.config.run.timeout_s,

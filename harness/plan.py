@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from harness import state as statemod
+from harness.conditions import Condition, simd_b3sum, simd_bin_dir
 from harness.config_schema import DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
 from harness.dataset import LIST_PLACEHOLDER, Dataset
 from harness.values import Buffers
@@ -49,6 +51,7 @@ class Command:
     trace_argv: tuple[str, ...] | None = None  # hashers: argv with `--trace {TRACE}`
     blake3: bool = False  # a [[commands]] entry that prints the BLAKE3 hash as b3sum does
     files: int = 1  # in the dataset
+    condition: Condition = field(default_factory=Condition)  # the machine condition it runs under
 
     def knob_values(self) -> dict[str, Any]:
         """A hasher's every knob by name, in the table's order (the shared ones first)."""
@@ -81,6 +84,7 @@ class Command:
         d["knobs"] = {**{k: d.pop(k) for k in list(d) if k not in own}, **d.get("knobs", {})}
         d["argv"] = tuple(d["argv"])
         d["trace_argv"] = tuple(d["trace_argv"]) if d.get("trace_argv") else None
+        d["condition"] = Condition.from_json(d.get("condition"))
         return Command(**d)
 
 
@@ -92,6 +96,7 @@ class Plan:
     runs_per_round: int
     cache: str
     notes: list[str] = field(default_factory=list)
+    conditions: list[Condition] = field(default_factory=lambda: [Condition()])
 
     @property
     def timed_executions(self) -> int:
@@ -230,9 +235,42 @@ def blake3_groups(config: Config) -> list[Group]:
                   grid={"num_threads": missing, "no_mmap": (False,)}, key="(added for warm mode)")]
 
 
+RAM_DIR = "ram"  # in the state directory: where the RAM device is mounted (harness/emulation.py)
+
+
+def ram_root() -> Path:
+    return statemod.state_dir().absolute() / RAM_DIR
+
+
+def ram_copies(files: list[Dataset]) -> dict[str, Dataset]:
+    """Each dataset's copy on the RAM device, by the original's path: <state>/ram/<index>/<name>."""
+    root = ram_root()
+    return {f.path: dataclasses.replace(f, path=str(root / str(i) / Path(f.path).name), generate=False,
+                                        owned=False, copy_of=f.path, label=f.name)
+            for i, f in enumerate(files)}
+
+
+def _under(config: Config, c: Command, group: Group, cond: Condition, tag: str) -> Command:
+    """The command as it runs under a condition: the SIMD level's build of BLAKE3's programs."""
+    label = c.label + tag
+    if cond.simd == "full" or not (c.tool in ("hasher", "b3sum")):
+        return dataclasses.replace(c, label=label, condition=cond)
+    if c.tool == "hasher" and group.path:
+        raise PlanError(f"group {group.name!r}: simd {cond.simd!r} needs the hashers `make simd` builds, "
+                        f"not the binary {group.path}")
+    prog = (str(simd_bin_dir(config.bin_dir(), cond.simd) / group.variant) if c.tool == "hasher"
+            else simd_b3sum(c.argv[0], cond.simd))
+    trace = (prog, *c.trace_argv[1:]) if c.trace_argv else None
+    return dataclasses.replace(c, label=label, condition=cond, argv=(prog, *c.argv[1:]), trace_argv=trace)
+
+
 def build_plan(config: Config, files: list[Dataset]) -> Plan:
     if not files:
         raise PlanError(f"{config.path}: no test file: set run.file or run.file_size, or pass --file/--size")
+    conditions = config.conditions.expand()
+    if not conditions:
+        raise PlanError(f"{config.path}: the [conditions] exclude rules leave no condition with these values")
+    copies = ram_copies(files) if any(c.device == "ram" for c in conditions) else {}
     groups = list(config.groups)
     notes = []
     if config.run.cache == "warm" and config.limit:
@@ -244,13 +282,15 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
     seen: dict[str, str] = {}
     slugs: set[str] = set()
     added: list[str] = []  # commands of the limit group the config did not have
-    for f in files:
-        tag = f" [{f.name}]" if len(files) > 1 else ""
+    for cond, source in itertools.product(conditions, files):
+        f = copies[source.path] if cond.device == "ram" else source
+        tag = (f" [{f.name}]" if len(files) > 1 else "") + (f" @{cond.name}" if len(conditions) > 1 else "")
         for g in groups + list(config.limit_groups):
             for knobs in _expand_grid(g):
-                c = _commands_for(config, g, knobs, f, tag)
+                c = _commands_for(config, g, knobs, f, "")
                 if c is None:
                     continue
+                c = _under(config, c, g, cond, tag)
                 if c.label in seen:
                     if g not in config.limit_groups:  # the limit group overlaps the config's own readers on purpose
                         notes.append(f"group {g.name}: {c.label!r} already in group {seen[c.label]}; kept once")
@@ -258,7 +298,7 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
                 if g in config.limit_groups:
                     if c.tool == "fio" and f.size % (c.block_size or 1):
                         continue  # fio would not read the file's tail: not the same bytes
-                    if f is files[0]:
+                    if source is files[0] and cond == conditions[0]:
                         added.append(c.label)
                 seen[c.label] = g.name
                 slug = base = _slugify(c.label)
@@ -278,8 +318,14 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
     if added:
         notes.append(f"speed limit: added the read-only commands {', '.join(added)} "
                      "(the limit group; `[baselines] limit = false` turns it off)")
-    return Plan(commands=commands, datasets=list(files), rounds=config.run.rounds,
-                runs_per_round=config.run.runs_per_round, cache=config.run.cache, notes=notes)
+    if any(c.simd != "full" for c in conditions) and any(g.kind == "command" and g.blake3 for g in config.groups):
+        notes.append("simd: [[commands]] entries run as they are under every SIMD level (ringsum cannot rebuild them)")
+    if len(conditions) > 1:
+        notes.append(f"conditions: {len(conditions)} ({', '.join(c.name for c in conditions)}); "
+                     "every command runs under each, in the same rounds")
+    return Plan(commands=commands, datasets=list(files) + list(copies.values()), rounds=config.run.rounds,
+                runs_per_round=config.run.runs_per_round, cache=config.run.cache, notes=notes,
+                conditions=conditions)
 
 
 # --- duration estimate ---
@@ -287,6 +333,7 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
 # Each further file of a tree, read one after another: measured 2026-11-23, cat over 16,384 files of
 # 64 KiB cold 3.45 s against 0.45 s for one 1 GiB file.
 PER_FILE_COLD_S, PER_FILE_WARM_S = 1.8e-4, 2e-5
+RAM_READ_BPS = 8e9  # a cached file, or a cold one on the RAM device: a memory copy
 
 def _threads_used(c: Command, cores: int) -> int:
     if c.tool == "b3sum":
@@ -300,8 +347,9 @@ def _threads_used(c: Command, cores: int) -> int:
 def estimate_execution_s(c: Command, cache: str, config: Config, cores: int | None = None) -> float:
     """Nominal seconds for one execution (without per-run overhead)."""
     nom = config.run.nominal
-    cores = cores or os.cpu_count() or 1
-    read_Bps = nom.read_Bps if cache == "cold" else 8e9  # warm: a memory copy
+    cores = min(cores or os.cpu_count() or 1, c.condition.cores or 1 << 16)
+    read_Bps = nom.read_Bps if cache == "cold" and c.condition.device == "disk" else RAM_READ_BPS
+    read_Bps = min(read_Bps, c.condition.read_cap or read_Bps)
     read = c.file_size / read_Bps + (c.files - 1) * (PER_FILE_COLD_S if cache == "cold" else PER_FILE_WARM_S)
     if c.hashes:
         hash_s = c.file_size / (nom.hash_per_core_Bps * min(_threads_used(c, cores), cores))

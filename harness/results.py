@@ -60,12 +60,17 @@ class RunRecord:
     started_at: str  # ISO 8601 UTC
     error: str = ""  # why the row failed or is suspect; empty when fine
     files: int | None = 1  # in the dataset (None in a runs.csv written before trees)
+    condition: str = "as-is"  # the machine condition's name (harness/conditions.py), then its parts:
+    device: str = "disk"  # where the dataset was: "disk" (as it is) or "ram" (a RAM device's copy)
+    read_cap: int | None = None  # bytes/s the device was capped at
+    cores: int | None = None  # CPUs the command could use (None: all)
+    simd: str = "full"  # BLAKE3's build: full, avx2, sse41
 
 
 _FIELDS = [f.name for f in fields(RunRecord)]
 FIXED = [name for name in _FIELDS if name != "knobs"]  # the columns every runs.csv has
 _INT = {"block_size", "queue_depth", "buffers", "num_threads", "file_size", "files", "round", "position",
-        "bytes", "exit_code"}
+        "bytes", "exit_code", "read_cap", "cores"}
 _FLOAT = {"wall_s", "user_s", "sys_s", "throughput_Bps", "resident_before", "fio_bw_Bps", "fio_runtime_s"}
 _BOOL = {"direct", "mmap", "hash_ok"}
 

@@ -26,7 +26,7 @@ from typing import Any, TextIO
 
 from harness import cache as cachemod
 from harness import results as res
-from harness import counters, signals, system
+from harness import counters, emulation, signals, system
 from harness import state as statemod
 from harness.config import ConfigError, load_config
 from harness.config_schema import Config, with_baseline_build
@@ -66,6 +66,7 @@ class Options:
     seed: int | None = None
     against: str | None = None  # a baseline build's bin dir: its hashers run beside these (A/B)
     yes: bool = False  # start a plan estimated over LONG_PLAN_S
+    conditions: dict[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)  # --cores all,1 ...
 
 
 LONG_PLAN_S = 3600.0
@@ -105,6 +106,8 @@ def apply_overrides(config: Config, opts: Options) -> Config:
         changes["seed"] = opts.seed
     if changes:
         config = dataclasses.replace(config, run=dataclasses.replace(run, **changes))
+    if opts.conditions:
+        config = dataclasses.replace(config, conditions=config.conditions.with_values(opts.conditions))
     if opts.against is not None:
         config = with_baseline_build(config, opts.against)
     return config
@@ -129,6 +132,10 @@ def validate_new_run(opts: Options) -> Validated:
     if config.run.probe_cache and plan.traced_executions:
         check_cache_mode(config.run.probe_cache)
     tools = required_tools(plan)
+    try:
+        emulation.check_machine(plan)
+    except emulation.EmulationError as e:
+        raise SetupError(str(e)) from None
     check_binaries(plan)
     check_paths(files, opts.out)
     try:
@@ -180,12 +187,16 @@ def _say_finished(run_dir: Path) -> bool:
 
 
 def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, ending: EndingSignals) -> Outcome:
-    state = prepare_new_run(opts, validated) if validated else prepare_resume(opts)
-    if state is None:  # finished by another resume while this one waited for the lock
-        _say_finished(Path(opts.resume or ""))
-        return Outcome(0, Path(opts.resume or ""))
-    with _fio_inputs(state):
-        return Outcome(_measure(state, stream, ending), state.run_dir)
+    with emulation.environment(log) as env:
+        try:
+            state = prepare_new_run(opts, validated, env) if validated else prepare_resume(opts, env)
+        except emulation.EmulationError as e:
+            raise SetupError(str(e)) from None
+        if state is None:  # finished by another resume while this one waited for the lock
+            _say_finished(Path(opts.resume or ""))
+            return Outcome(0, Path(opts.resume or ""))
+        with _fio_inputs(state):
+            return Outcome(_measure(state, stream, ending), state.run_dir)
 
 
 @contextmanager

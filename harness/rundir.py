@@ -19,12 +19,15 @@ from harness.config import load_config
 from harness.execute import RunState
 from harness.dataset import Dataset
 from harness.files import ensure_dataset
-from harness.plan import Command, Plan, round_orders
-from harness.preflight import SetupError, check_binaries, dataset_reference, check_cache_mode, required_tools
+from harness.conditions import Condition
+from harness.plan import Command, Plan, ram_root, round_orders
+from harness.preflight import (Reference, SetupError, check_binaries, check_cache_mode, dataset_reference,
+                               required_tools)
 from harness.progress import log
 from harness.results import iso, utcnow
 
 if TYPE_CHECKING:
+    from harness.emulation import Environment
     from harness.run import Options, Validated
 
 
@@ -69,11 +72,21 @@ def read_trace_index(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(text.splitlines()))
 
 
-def prepare_new_run(opts: Options, v: Validated) -> RunState:
+def _references(b3sum: str, datasets: list[Dataset], run_dir: Path, timeout: float) -> dict[str, Reference]:
+    """b3sum's answer per dataset; a RAM device's copy of a file must hash as the original does."""
+    ref = {f.path: dataset_reference(b3sum, f, run_dir, i, timeout) for i, f in enumerate(datasets)}
+    for f in datasets:
+        if f.copy_of and not f.is_tree and ref[f.path].digest != ref[f.copy_of].digest:
+            raise SetupError(f"the RAM device's copy {f.path} of {f.copy_of} hashes differently")
+    return ref
+
+
+def prepare_new_run(opts: Options, v: Validated, env: Environment) -> RunState:
     assert opts.config_path is not None
     config, files, plan, tools = v.config, v.files, v.plan, v.tools
     for f in files:
         ensure_dataset(f, log)
+    env.start(plan)
 
     run_dir = new_run_dir(Path(opts.out))
     (run_dir / "config.toml").write_text(Path(opts.config_path).read_text(encoding="utf-8"))
@@ -81,11 +94,12 @@ def prepare_new_run(opts: Options, v: Validated) -> RunState:
     orders = round_orders([c.label for c in plan.commands], plan.rounds, plan.runs_per_round, seed)
     res.write_json_atomic(run_dir / res.PLAN_JSON, {
         "seed": seed, "rounds": plan.rounds, "runs_per_round": plan.runs_per_round,
-        "cache": plan.cache, "datasets": [f.to_json() for f in files],
+        "cache": plan.cache, "datasets": [f.to_json() for f in plan.datasets],
+        "conditions": [c.to_json() for c in plan.conditions],
         "commands": [c.to_json() for c in plan.commands], "orders": orders, "notes": plan.notes,
     })
     log(f"run directory: {run_dir}")
-    ref = {f.path: dataset_reference(tools["b3sum"], f, run_dir, i, config.run.timeout_s) for i, f in enumerate(files)}
+    ref = _references(tools["b3sum"], plan.datasets, run_dir, config.run.timeout_s)
     info = sysinfo.sysinfo(files[0].path, config.bin_dir())
     meta = {
         "config": config.to_json(), "options": dataclasses.asdict(opts),
@@ -93,13 +107,13 @@ def prepare_new_run(opts: Options, v: Validated) -> RunState:
         "git_commit": info["git_commit"], "git_dirty": info["git_dirty"],
         "git_errors": info["git_errors"],
         "started_at": iso(utcnow()), "finished_at": None, "resumed_at": [],
-        "files": [{"path": f.path, "size": f.size, "kind": f.kind, "files": f.files, "b3sum": ref[f.path].digest}
-                  for f in files],
+        "files": [{"path": f.path, "size": f.size, "kind": f.kind, "files": f.files, "b3sum": ref[f.path].digest,
+                   **({"copy_of": f.copy_of} if f.copy_of else {})} for f in plan.datasets],
         "speed_limit": None, "seed": seed, "tools": tools, "python": sys.executable,
     }
     res.write_json_atomic(run_dir / res.META_JSON, meta)
     return RunState(run_dir=run_dir, config=config, plan=plan, orders=orders, seed=seed,
-                    tools=tools, refs=ref)
+                    tools=tools, refs=ref, confine=env.confinement)
 
 
 def finished_at(run_dir: Path) -> str | None:
@@ -110,7 +124,7 @@ def finished_at(run_dir: Path) -> str | None:
     return res.read_json(meta_p).get("finished_at")
 
 
-def prepare_resume(opts: Options) -> RunState | None:
+def prepare_resume(opts: Options, env: Environment) -> RunState | None:
     """The state to go on with, or None when the run has finished (it is then left untouched)."""
     run_dir = Path(opts.resume or "")
     meta_p, plan_p = run_dir / res.META_JSON, run_dir / res.PLAN_JSON
@@ -129,15 +143,20 @@ def prepare_resume(opts: Options) -> RunState | None:
     files = [Dataset.from_json(f) for f in pj.get("datasets", pj.get("files"))]
     plan = Plan(commands=[Command.from_json(c) for c in pj["commands"]], datasets=files,
                 rounds=pj["rounds"], runs_per_round=pj["runs_per_round"], cache=pj["cache"],
-                notes=pj.get("notes", []))
+                notes=pj.get("notes", []),
+                conditions=[Condition.from_json(c) for c in pj.get("conditions", [{}])])
     check_cache_mode(plan.cache)
     tools = required_tools(plan)
     check_binaries(plan)
-    ref = {}
-    for i, (f, saved_file) in enumerate(zip(files, meta["files"])):
-        if not f.is_tree and (not Path(f.path).is_file() or Path(f.path).stat().st_size != f.size):
+    for f in files:
+        if f.copy_of and not str(f.path).startswith(str(ram_root()) + "/"):
+            raise SetupError(f"{run_dir} keeps its RAM device's copies under {Path(f.path).parent.parent}, not "
+                             f"{ram_root()}: resume it with the RINGSUM_STATE_DIR it was started with")
+        if not f.copy_of and not f.is_tree and (not Path(f.path).is_file() or Path(f.path).stat().st_size != f.size):
             raise SetupError(f"test file {f.path} is missing or changed size since the run started")
-        ref[f.path] = dataset_reference(tools["b3sum"], f, run_dir, i, config.run.timeout_s)
+    env.start(plan)
+    ref = _references(tools["b3sum"], files, run_dir, config.run.timeout_s)
+    for f, saved_file in zip(files, meta["files"]):
         if ref[f.path].digest != saved_file["b3sum"]:
             raise SetupError(f"{f.kind} {f.path} changed since the run started (b3sum differs)")
     fp = sysinfo.fingerprint(files[0].path)
@@ -149,7 +168,7 @@ def prepare_resume(opts: Options) -> RunState | None:
     res.write_json_atomic(meta_p, meta)
     log(f"resuming run directory: {run_dir}")
     return RunState(run_dir=run_dir, config=config, plan=plan, orders=pj["orders"], seed=pj["seed"],
-                    tools=tools, refs=ref)
+                    tools=tools, refs=ref, confine=env.confinement)
 
 
 def record_settings(run_dir: Path, settings: list[dict]) -> None:

@@ -16,7 +16,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import stats
+from harness import robust, stats
+from harness.robust import condition_names, one_condition
 from harness.tools import READ_TOOLS
 from harness.results import command_stats, succeeded
 from harness.units import about_size, format_rate, format_size
@@ -67,6 +68,11 @@ def one_file(runs: Any, file: str | None = None) -> Any:
         return runs
     file = file if file is not None else files_by_size(runs)[-1]
     return runs[runs["file"].astype(str) == file]
+
+
+def workloads(runs: Any) -> list[tuple[str, str]]:
+    """(condition, file) pairs: what a speed limit and a headline are about."""
+    return [(c, f) for c in condition_names(runs) for f in files_by_size(one_condition(runs, c))]
 
 
 # --- the speed limit ---
@@ -144,8 +150,8 @@ def limit_ratios(runs: Any) -> dict[str, stats.Estimate]:
     """label -> its time / its file's speed limit, paired per round (commands of files without a limit
     are left out)."""
     out = {}
-    for file in files_by_size(runs):
-        rows = one_file(runs, file)
+    for cond, file in workloads(runs):
+        rows = one_file(one_condition(runs, cond), file)
         limit = speed_limit(rows)
         if limit is None:
             continue
@@ -167,7 +173,9 @@ def blake3_in_memory(runs: Any) -> dict[str, float | None]:
 
 
 def meta_speed_limit(runs: Any, cache: str) -> dict[str, Any]:
-    """meta.json's `speed_limit`: the largest file's limit, plus BLAKE3's in-memory speed when warm."""
+    """meta.json's `speed_limit`: the largest file's limit (in the first condition), plus BLAKE3's
+    in-memory speed when warm."""
+    runs = one_condition(runs)
     limit = speed_limit(runs)
     out: dict[str, Any] = limit.to_json() if limit else {
         "definition": LIMIT_DEFINITION, "limit_s": None, "limit_Bps": None,
@@ -292,9 +300,11 @@ def tied_with(times: dict[str, RoundTimes], best: str, labels: list[str]) -> dic
     return out
 
 
-def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, file: str | None = None) -> Headline:
-    """The headline for one dataset (default: the run's largest); argv maps labels to their command lines."""
-    rows = one_file(runs, file)
+def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, file: str | None = None,
+             condition: str | None = None) -> Headline:
+    """The headline for one dataset (default: the run's largest) in one condition (default: the
+    first); argv maps labels to their command lines."""
+    rows = one_file(one_condition(runs, condition), file)
     files = rows["files"].dropna() if "files" in rows else []
     h = Headline(file_size=int(rows["file_size"].max()) if len(rows) else 0, cache=cache,
                  rounds=int(rows["round"].nunique()) if len(rows) else 0,
@@ -366,10 +376,11 @@ def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None) -
         r = t.iloc[0]
         return f"{r['label']}  {format_rate(r['median_Bps'])}  (median {sec(r['median_s'])})"
 
-    files = files_by_size(runs)
-    for file in files:
-        limit = speed_limit(runs, file)
-        where = f" [{file}]" if len(files) > 1 else ""
+    conds = condition_names(runs)
+    files = files_by_size(one_condition(runs))
+    for cond, file in workloads(runs):
+        limit = speed_limit(one_condition(runs, cond), file)
+        where = (f" [{file}]" if len(files) > 1 else "") + (f" @{cond}" if len(conds) > 1 else "")
         lines.append(f"speed limit{where}: " + (limit.text() if limit else
                      f"- (no successful read-only command: {', '.join(READ_TOOLS)})"))
     if cache == "warm":
@@ -383,12 +394,35 @@ def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None) -
         lines.append(f"HASH MISMATCH:     {r.label}")
     for r in table[table["failed"] > 0].itertuples():
         lines.append(f"FAILED RUNS:       {r.label}: {r.failed}")
+    if len(conds) > 1:
+        return "\n".join(lines + across_conditions(runs)) + "\n"
     trees = "files" in runs and bool(runs["files"].fillna(1).gt(1).any())
     for file in files if trees else files[-1:]:  # a headline per dataset once trees are among them
         h = headline(runs, cache, argv, file)
         lines += ["", h.title() + ":"]
         lines += [f"  {what + ':':<11} {text}" for what, text in h.items()]
     return "\n".join(lines) + "\n"
+
+
+def robust_pick(runs: Any) -> robust.RobustPick | None:
+    """The configuration to choose when the machine may be any of the run's conditions (the
+    largest file's)."""
+    times: dict[str, dict[str, RoundTimes]] = {}
+    limits: dict[str, RoundTimes] = {}
+    for cond in condition_names(runs):
+        rows = one_file(one_condition(runs, cond))
+        hashers = set(rows[rows["tool"] == "hasher"]["label"].astype(str))
+        times[cond] = {robust.configuration(k, cond): t for k, t in by_round(rows).items() if k in hashers}
+        limit = speed_limit(rows)
+        if limit:
+            limits[cond] = limit.per_round
+    return robust.robust_pick(times, limits)
+
+
+def across_conditions(runs: Any) -> list[str]:
+    """summary.txt's lines for a run of several conditions: each one's winner, then the robust pick."""
+    return robust.lines(int(one_file(runs)["file_size"].max()),
+                        [(c, headline(runs, "", None, None, c)) for c in condition_names(runs)], robust_pick(runs))
 
 
 def summary_json(runs: Any, cache: str, argv: dict[str, list[str]] | None = None) -> dict[str, Any]:
@@ -400,9 +434,11 @@ def summary_json(runs: Any, cache: str, argv: dict[str, list[str]] | None = None
         commands.append({"label": r.label, "tool": r.tool, "n": r.n, "failed": r.failed,
                          "median_s": r.median_s, "min_s": r.min_s, "max_s": r.max_s, "hash": _hash_word(r.hash_ok_all),
                          "vs_limit": ratio.to_json() if ratio is not None else None})
-    headlines = [headline(runs, cache, argv, f).to_json() for f in files_by_size(runs)]
-    return {"interval": {"confidence": stats.CONFIDENCE, "method": INTERVAL_METHOD},
-            "headline": headlines[-1] if headlines else headline(runs, cache, argv).to_json(),  # the largest's
+    headlines = [headline(runs, cache, argv, f, c).to_json() | {"condition": c} for c, f in workloads(runs)]
+    first = [h for h in headlines if h["condition"] == condition_names(runs)[0]]
+    pick = robust_pick(runs) if len(condition_names(runs)) > 1 else None
+    return {"conditions": {"names": condition_names(runs), "robust_pick": pick.to_json() if pick else None},"interval": {"confidence": stats.CONFIDENCE, "method": INTERVAL_METHOD},
+            "headline": first[-1] if first else headline(runs, cache, argv).to_json(),  # the largest's
             "headlines": headlines,
             "blake3_in_memory": blake3_in_memory(runs) if cache == "warm" else None,
             "commands": commands}
