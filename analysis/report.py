@@ -18,11 +18,11 @@ from pathlib import Path
 import matplotlib
 import matplotlib.pyplot as plt
 
-from analysis import chart_data, charts
+from analysis import chart_data, charts, condition_charts
 from analysis.load import Run, speed_limit
 from harness.results import command_stats, succeeded
 from harness import results as harness_results
-from harness import verdict
+from harness import robust, verdict
 
 matplotlib.rcParams["svg.hashsalt"] = "ringsum"  # stable element ids: same data, same SVG
 SAVE_OPTIONS = {"dpi": 110, "bbox_inches": "tight"}
@@ -58,6 +58,8 @@ def _chart_jobs(runs: list[Run], trace_labels: list[str] | None) -> list[tuple[s
     run = runs[0]
     return [
         ("ranking", "Ranking", charts.chart_ranking, (run,)),
+        ("conditions", "Machine conditions", condition_charts.chart_conditions, (run,)),
+        ("read-caps", "Following the disk", condition_charts.chart_read_caps, (run,)),
         ("heatmaps", "Tuning heatmaps", charts.chart_heatmaps, (run,)),
         ("in-flight", "In flight", charts.chart_in_flight, (run, trace_labels)),
         ("limit-ratio", "Limit ratio", charts.chart_limit_ratio, (run,)),
@@ -88,9 +90,25 @@ def _interval(low: float, high: float) -> str:
 
 
 def headline_markdown(run: Run) -> list[str]:
-    """The headline (harness/verdict.py) as a section of bullets."""
+    """The headline (harness/verdict.py) as a section of bullets; with several machine conditions,
+    each one's winner and the robust pick first."""
+    names = verdict.condition_names(run.runs)
+    lines = []
+    if len(names) > 1:
+        pick = verdict.robust_pick(run.runs)
+        lines += ["## Across machine conditions", "",
+                  f"- **robust pick**: {pick.text() if pick else '- (no hasher configuration ran in every condition)'}",
+                  "", "| condition | speed limit | best hasher | × limit | vs b3sum |", "| --- | ---: | --- | ---: | --- |"]
+        for cond in names:
+            h = verdict.headline(run.runs, run.cache, run.argvs, None, cond)
+            lines.append(f"| {cond} | {h.limit.text().split(',')[0] if h.limit else '-'} |"
+                         f" {robust.configuration(h.use, cond) if h.use else '-'} |"
+                         f" {h.vs_limit.text(2) if h.vs_limit else '-'} |"
+                         f" {f'{h.b3sum.ratio.text(2)} ({h.b3sum.outcome})' if h.b3sum else '-'} |")
+        lines += ["", "Time ratios, paired per round: median [95% interval]. The headline below is the "
+                      f"first condition's ({names[0]}).", ""]
     h = verdict.headline(run.runs, run.cache, run.argvs)
-    lines = [f"## {h.title()}", ""]
+    lines += [f"## {h.title()}", ""]
     for what, text in h.items():
         shown = f"`{text}`" if what == "command" else text
         lines.append(f"- **{what}**: {shown}")

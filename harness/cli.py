@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.conditions import AS_IS, ConditionError, parse_cli
+from harness.conditions import add_condition_args, condition_overrides, plan_lines
 from harness.config import ConfigError, load_config
 from harness.plan import PlanError, build_plan, estimate, estimate_execution_s, format_duration
 from harness.units import format_size, parse_size
@@ -45,13 +45,9 @@ def _size_arg(s: str) -> int:
 
 
 def _posint_arg(s: str) -> int:
-    try:
-        n = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}") from None
-    if n <= 0:
+    if not s.strip().isdigit() or int(s) <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}")
-    return n
+    return int(s)
 
 
 def _add_file_args(p: argparse.ArgumentParser) -> None:
@@ -64,32 +60,7 @@ def _add_file_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=_posint_arg, metavar="N", help="override run.rounds")
     p.add_argument("--warm", action="store_true", help="warm page cache instead of the config's mode")
     p.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
-    _add_condition_args(p)
-
-
-def _condition_arg(dimension: str) -> Any:
-    def parse(s: str) -> tuple[Any, ...]:
-        try:
-            return parse_cli(dimension, s)
-        except ConditionError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-    return parse
-
-
-def _add_condition_args(p: argparse.ArgumentParser) -> None:
-    """Machine conditions (harness/conditions.py): each replaces the config's [conditions] values."""
-    g = p.add_argument_group("machine conditions (comma-separated values; each replaces the config's)")
-    g.add_argument("--device", type=_condition_arg("device"), metavar="LIST",
-                   help="disk (the file where it is), ram (a copy on a RAM-backed block device)")
-    g.add_argument("--read-cap", type=_condition_arg("read_cap"), metavar="LIST",
-                   help="bytes/s on the file's block device, or none (e.g. none,1G)")
-    g.add_argument("--cores", type=_condition_arg("cores"), metavar="LIST", help="CPUs to run on, or all (e.g. all,1)")
-    g.add_argument("--simd", type=_condition_arg("simd"), metavar="LIST",
-                   help="BLAKE3 build: full, avx2 (no AVX-512), sse41 (no AVX2 either); `make simd` builds them")
-
-
-def condition_overrides(a: argparse.Namespace) -> dict[str, tuple[Any, ...]]:
-    return {d: v for d in ("device", "read_cap", "cores", "simd") if (v := getattr(a, d, None)) is not None}
+    add_condition_args(p)
 
 
 # The subcommands whose modules load numpy and pandas: their full parsers are built only when one of
@@ -210,9 +181,8 @@ def _add_check_parsers(sub: Any) -> None:
 
 
 def _cmd_plan(a: argparse.Namespace) -> int:
-    from harness.files import describe
+    from harness.files import describe, resolve_files
     from harness.probe import HasherRejects, check_hashers
-    from harness.files import resolve_files
     from harness.run import LONG_PLAN_S, Options, apply_overrides
 
     opts = Options(config_path=a.config, rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir,
@@ -250,10 +220,8 @@ def _cmd_plan(a: argparse.Namespace) -> int:
         per = estimate_execution_s(c, plan.cache, config)
         print(f"{i:>4}. {c.label}   (~{per:.2f} s{', +1 traced run' if c.trace_argv else ''})")
         print(f"      {shlex.join(c.argv)}")
-    if len(plan.conditions) > 1 or plan.conditions[0].name != AS_IS:
-        print("conditions:")
-        for c in plan.conditions:
-            print(f"  {c.name}: {c.describe()}")
+    for line in plan_lines(plan.conditions):
+        print(line)
     for n in plan.notes:
         print(f"note: {n}")
     print()
@@ -396,6 +364,7 @@ def _add_tune_parser(sub: Any) -> None:
     t.add_argument("--variant", action="append", metavar="NAME", help="search only this variant (repeatable)")
     t.add_argument("--budget", type=_minutes_arg, metavar="MINUTES", help="estimated time to spend at most")
     t.add_argument("--out", default="results", metavar="DIR", help="parent of the tune directory")
+    add_condition_args(t)
     t.add_argument("--install", action="store_true",
                    help="copy tuned.options to $XDG_CONFIG_HOME/ringsum/uring_b3sum.options")
     t.add_argument("--compare-full-grid", nargs="?", const="", metavar="RUN_DIR",
@@ -403,12 +372,11 @@ def _add_tune_parser(sub: Any) -> None:
 
 
 def _cmd_tune(a: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from harness import tune, tune_space
 
     try:
-        space = tune_space.load_space(a.space, a.file, a.size, a.dir, a.warm, a.bin_dir, a.variant)
+        space = tune_space.load_space(a.space, a.file, a.size, a.dir, a.warm, a.bin_dir, a.variant,
+                                      condition_overrides(a))
         grid = a.compare_full_grid
         return tune.tune(space, Path(a.out), a.budget * 60 if a.budget else None, a.install,
                          compare=grid is not None, grid_run_dir=Path(grid) if grid else None)

@@ -18,6 +18,7 @@ This module describes conditions; harness/emulation.py makes them real on the ma
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import os
 from dataclasses import asdict, dataclass
@@ -226,3 +227,37 @@ def simd_level_of_cpu(flags: set[str] | None = None) -> str:
 
 def usable_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
+
+
+# --- the command line: --device, --read-cap, --cores, --simd ---
+
+def _condition_arg(dimension: str) -> Any:
+    def parse(s: str) -> tuple[Any, ...]:
+        try:
+            return parse_cli(dimension, s)
+        except ConditionError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return parse
+
+
+def add_condition_args(p: argparse.ArgumentParser) -> None:
+    """Machine conditions (harness/conditions.py): each replaces the config's [conditions] values."""
+    g = p.add_argument_group("machine conditions (comma-separated values; each replaces the config's)")
+    g.add_argument("--device", type=_condition_arg("device"), metavar="LIST",
+                   help="disk (the file where it is), ram (a copy on a RAM-backed block device)")
+    g.add_argument("--read-cap", type=_condition_arg("read_cap"), metavar="LIST",
+                   help="bytes/s on the file's block device, or none (e.g. none,1G)")
+    g.add_argument("--cores", type=_condition_arg("cores"), metavar="LIST", help="CPUs to run on, or all (e.g. all,1)")
+    g.add_argument("--simd", type=_condition_arg("simd"), metavar="LIST",
+                   help="BLAKE3 build: full, avx2 (no AVX-512), sse41 (no AVX2 either); `make simd` builds them")
+
+
+def condition_overrides(a: argparse.Namespace) -> dict[str, tuple[Any, ...]]:
+    return {d: v for d in ("device", "read_cap", "cores", "simd") if (v := getattr(a, d, None)) is not None}
+
+
+def plan_lines(conditions: list[Condition]) -> list[str]:
+    """What `ringsum plan` says of the conditions (nothing for the machine as it is alone)."""
+    if conditions == [Condition()]:
+        return []
+    return ["conditions:"] + [f"  {c.name}: {c.describe()}" for c in conditions]

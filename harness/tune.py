@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from harness import progress, verdict
+from harness import emulation, progress, verdict
 from harness import results as res
 from harness.config import parse_config
 from harness.knobs import load_knobs
@@ -49,7 +49,7 @@ from harness.tune_output import compare_full_grid, summary, write_outputs
 from harness.tune_space import (COARSE_ROUNDS, COMPARE_ROUNDS, DEFAULT_VARIANT, FINAL_ROUNDS, FINALISTS,
                                 GRID_FRACTION, MIN_FINAL_ROUNDS, REFINE_ROUNDS, REFINE_STAGES, REFINE_TOP,
                                 SEMIFINAL_ROUNDS, SEMIFINALISTS, Measure, Space, Stage, StageResult, TuneError,
-                                config_text, estimate_s, fio_for, ranked, real_measure)
+                                config_text, estimate_s, fio_for, ranked, real_measure, score_text)
 
 TIE_BREAK = ("the least buffer memory (block size x buffers), then the fewest options switched on, "
              "then the lower median")
@@ -86,6 +86,8 @@ class Outcome:
     fingerprint_id: str | None
     cuts: list[str]
     tie_break: str = TIE_BREAK
+    robust: dict[str, Any] | None = None  # under several conditions: the final stage's robust pick
+    robust_text: str = ""
 
 
 def _final_points(space: Space, order: list[str]) -> list[Command]:
@@ -162,7 +164,7 @@ class _Ledger:
                             "hasher_runs": r.hasher_runs, "baseline_runs": r.baseline_runs,
                             "estimated_s": round(est, 1), "elapsed_s": round(r.elapsed_s, 1),
                             "medians": dict(best), "failed": r.failed, "mismatched": r.mismatched})
-        lead = f"; fastest {best[0][0]} ({best[0][1]:.3f} s)" if best else ""
+        lead = f"; best {best[0][0]} ({score_text(self.space, best[0][1])})" if best else ""
         self.log(f"tune: stage {len(self.stages)} {stage.name}: {len(stage.points)} configurations x "
                  f"{stage.rounds} round{'s' * (stage.rounds > 1)}, {r.hasher_runs} hasher executions{lead}")
         return r
@@ -270,10 +272,17 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
     finalists = ranked(r.walls, [c.label for c in final.points])
     if not finalists:
         raise TuneError(f"every finalist failed in the final stage; see {r.run_dir}")
-    winner, winner_median, tied = pick(space, r, finalists)
-    defaults = [(lbl, m) for lbl, m in finalists if space.by_label[lbl].variant == DEFAULT_VARIANT]
-    best_default = pick(space, r, defaults)[:2] if defaults else None
-    mine = r.times.get(winner, {})
+    if r.robust is None:
+        winner, winner_median, tied = pick(space, r, finalists)
+        defaults = [(lbl, m) for lbl, m in finalists if space.by_label[lbl].variant == DEFAULT_VARIANT]
+        best_default = pick(space, r, defaults)[:2] if defaults else None
+        mine = r.times.get(winner, {})
+    else:  # several conditions: the robust pick, its figures in the first condition
+        first = space.config.conditions.expand()[0].name
+        winner, tied, best_default = r.robust.configuration, [], None
+        mine = r.times.get(f"{winner} @{first}", {})
+        winner_median = verdict.stats.median_interval(mine.values()).median
+        finalists = [(k, dict(finalists)[k]) for k, _ in finalists]
     return Outcome(stages=book.stages, winner=winner, winner_median_s=winner_median,
                    finalists=finalists, best_default=best_default, tied=tied, hasher_runs=book.runs,
                    baseline_runs=sum(s["baseline_runs"] for s in book.stages), grid_runs=space.grid_runs,
@@ -282,7 +291,8 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
                    vs_limit=verdict.paired(mine, r.limit.per_round).to_json() if r.limit else None,
                    vs_b3sum=(verdict.Versus(r.b3sum, verdict.paired(mine, r.times[r.b3sum])).to_json()
                              if r.b3sum else None),
-                   fingerprint_id=r.fingerprint_id, cuts=book.cuts)
+                   fingerprint_id=r.fingerprint_id, cuts=book.cuts,
+                   robust=r.robust.to_json() if r.robust else None, robust_text=r.robust.text() if r.robust else "")
 
 
 # --- outputs ---
@@ -300,7 +310,12 @@ def preflight(space: Space) -> None:
     check_binaries(Plan(space.points, [space.file], 1, 1, space.config.run.cache))
     final = Stage("final", space.points[:1], 1, fio=fio_for(space.points[:1]), b3sum=True)
     config = parse_config(config_text(space, final), "final")
-    required_tools(build_plan(config, [space.file]))
+    plan = build_plan(config, [space.file])
+    required_tools(plan)
+    try:
+        emulation.check_machine(plan)
+    except emulation.EmulationError as e:
+        raise TuneError(str(e)) from None
 
 
 def tune(space: Space, out: Path, budget_s: float | None = None, install: bool = False,

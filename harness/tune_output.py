@@ -82,6 +82,10 @@ def summary(o: Outcome) -> list[str]:
 
     out = [f"best: {line(o.winner, o.winner_median_s)} over {o.final_rounds} interleaved rounds "
            f"({format_rate(o.file_size / o.winner_median_s)})"]
+    if o.robust:
+        conds = list(o.robust["best_in"])
+        out = [f"robust pick over {len(conds)} conditions ({', '.join(conds)}): {o.robust_text}",
+               f"  in {conds[0]}: " + out[0].removeprefix("best: ")]
     if o.tied:
         out.append(f"  TIE: {len(o.tied)} finalists cannot be told apart (per-round ratio to the fastest, its "
                    f"95% interval contains 1): {'; '.join(o.tied)}; picked by the tie-break rule: {o.tie_break}")

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from harness import results as res
-from harness import verdict
+from harness import robust, verdict
+from harness.conditions import Condition, ConditionGrid
 from harness.config import load_config, parse_config
 from harness.config_schema import Config
 from harness.variants import REPO_ROOT
@@ -115,12 +116,13 @@ class Space:
 
 def load_space(path: str | os.PathLike[str], file: str | None = None, size: int | None = None,
                dir_: str | None = None, warm: bool = False, bin_dir: str | None = None,
-               variants: list[str] | None = None) -> Space:
+               variants: list[str] | None = None, conditions: dict[str, tuple[Any, ...]] | None = None) -> Space:
     """The space config with the command line's overrides; raises TuneError, ConfigError, SetupError."""
     from harness.files import resolve_files
     from harness.run import Options, apply_overrides
 
-    config = apply_overrides(load_config(path), Options(config_path=str(path), warm=warm, bin_dir=bin_dir))
+    config = apply_overrides(load_config(path), Options(config_path=str(path), warm=warm, bin_dir=bin_dir,
+                                                        conditions=conditions or {}))
     config = dataclasses.replace(config, run=dataclasses.replace(config.run, trace=False))
     for g in config.groups:
         if g.kind == "hasher" and (g.path or g.style != "options"):
@@ -129,7 +131,8 @@ def load_space(path: str | os.PathLike[str], file: str | None = None, size: int 
     files = resolve_files(config, file, size, dir_)
     if len(files) != 1:
         raise TuneError(f"{path}: tune needs exactly one dataset (a file or a tree), got {len(files)}; pass --file or --size")
-    plan = build_plan(config, files)
+    # the points are configurations; each stage runs them under every condition
+    plan = build_plan(dataclasses.replace(config, conditions=ConditionGrid({})), files)
     points = [c for c in plan.commands if c.tool == "hasher"]
     if not points:
         raise TuneError(f"{path}: no hasher commands to tune")
@@ -167,6 +170,7 @@ class StageResult:
     fingerprint_id: str | None = None
     failed: list[str] = field(default_factory=list)  # labels with a failed or mismatched execution
     mismatched: list[str] = field(default_factory=list)  # labels that printed a wrong hash
+    robust: robust.RobustPick | None = None  # under several conditions: the stage's robust pick
 
 
 def _toml(v: Any) -> str:
@@ -187,6 +191,7 @@ def config_text(space: Space, stage: Stage, comment: str = "") -> str:
              f"overhead_s = {_toml(nominal.overhead_s)} }}"]
     if run.bin_dir:
         lines.append(f"bin_dir = {_toml(run.bin_dir)}")
+    lines += conditions_toml(space.config.conditions)
     for i, c in enumerate(stage.points, 1):
         lines += ["", "[[hashers]]", f"name = {_toml(f'point-{i}')}", f"variant = {_toml(c.variant)}",
                   *knob_toml_lines(c)]
@@ -198,6 +203,23 @@ def config_text(space: Space, stage: Stage, comment: str = "") -> str:
                   for bs, qd, d in stage.fio]
         lines.append(f"fio = [{', '.join(tables)}]")
     return "\n".join(lines) + "\n"
+
+
+def conditions_toml(grid: ConditionGrid) -> list[str]:
+    """A [conditions] table that expands to the grid's conditions, listed one by one."""
+    conds = grid.expand()
+    if conds == [Condition()]:
+        return []
+
+    def value(dim: str, v: Any) -> str:
+        return _toml({"read_cap": "none", "cores": "all"}.get(dim, v) if v is None else v)
+
+    dims = ("device", "read_cap", "cores", "simd")
+    values = {d: list(dict.fromkeys(getattr(c, d) for c in conds)) for d in dims}
+    missing = [p for p in ConditionGrid({d: tuple(values[d]) for d in dims}).expand() if p not in conds]
+    lines = ["", "[conditions]"] + [f"{d} = [{', '.join(value(d, v) for v in values[d])}]" for d in dims]
+    rules = [f"{{ {', '.join(f'{d} = {value(d, getattr(p, d))}' for d in dims)} }}" for p in missing]
+    return lines + ([f"exclude = [{', '.join(rules)}]"] if rules else [])
 
 
 def estimate_s(space: Space, stage: Stage) -> float:
@@ -217,10 +239,26 @@ def median(xs: list[float]) -> float | None:
 
 
 def ranked(walls: dict[str, list[float]], labels: list[str] | None = None) -> list[tuple[str, float]]:
-    """(label, median wall) of the labels with successful executions, fastest first."""
-    out = [(lbl, statistics.median(ws)) for lbl, ws in walls.items()
-           if ws and (labels is None or lbl in labels)]
+    """(label, score) of the labels with successful executions, best first. The score is the median
+    wall time; under several conditions (labels tagged " @<condition>") it is the robust pick's
+    measure (harness/robust.py) on pooled medians: the worst over the conditions of the median /
+    the condition's best median, for the configurations measured in every condition."""
+    medians = {lbl: statistics.median(ws) for lbl, ws in walls.items() if ws}
+    tagged = {lbl: lbl.rsplit(" @", 1) for lbl in medians if " @" in lbl}
+    if not tagged:
+        out = [(lbl, m) for lbl, m in medians.items() if labels is None or lbl in labels]
+        return sorted(out, key=lambda t: (t[1], t[0]))
+    by_cond: dict[str, dict[str, float]] = {}
+    for lbl, (config, cond) in tagged.items():
+        if labels is None or config in labels:
+            by_cond.setdefault(cond, {})[config] = medians[lbl]
+    everywhere = set.intersection(*(set(m) for m in by_cond.values())) if by_cond else set()
+    out = [(k, max(m[k] / min(m.values()) for m in by_cond.values())) for k in everywhere]
     return sorted(out, key=lambda t: (t[1], t[0]))
+
+
+def score_text(space: Space, score: float) -> str:
+    return f"{score:.3f} s" if len(space.config.conditions.expand()) == 1 else f"worst {score:.3f} x a condition's best"
 
 
 @contextlib.contextmanager
@@ -260,15 +298,16 @@ def read_stage(run_dir: Path) -> StageResult:
             mismatched.append(r.label)
     started, finished = _parse_time(meta.get("started_at")), _parse_time(meta.get("finished_at"))
     times = verdict.by_round(df)
-    b3sums = verdict.fastest(times, list(dict.fromkeys(df.loc[df["tool"] == "b3sum", "label"])))
+    first = verdict.one_condition(df)  # the speed limit and b3sum of the first condition
+    b3sums = verdict.fastest(times, list(dict.fromkeys(first.loc[first["tool"] == "b3sum", "label"])))
     return StageResult(
         walls=walls, hasher_runs=int((df["tool"] == "hasher").sum()),
         baseline_runs=int((df["tool"] != "hasher").sum()),
         elapsed_s=(finished - started).total_seconds() if started and finished else 0.0,
-        run_dir=str(run_dir), times=times, limit=verdict.speed_limit(df),
+        run_dir=str(run_dir), times=times, limit=verdict.speed_limit(first),
         b3sum=b3sums[0][0] if b3sums else None,
         fingerprint_id=(meta.get("fingerprint") or {}).get("fingerprint_id"), failed=failed,
-        mismatched=mismatched)
+        mismatched=mismatched, robust=verdict.robust_pick(df) if len(verdict.condition_names(df)) > 1 else None)
 
 
 Measure = Callable[[Stage, str], StageResult]  # (stage, directory name) -> result
