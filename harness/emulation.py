@@ -253,6 +253,10 @@ class Environment:
 
     def start(self, plan: Plan) -> None:
         check_machine(plan)
+        makes = any(c.read_cap or c.device == "ram" for c in plan.conditions)
+        if makes and self.record.path.exists():  # clean_leftovers left it: its owner is alive
+            raise EmulationError(f"another run uses the conditions' state in {self.state} (see "
+                                 f"{self.record.path}); wait for it, or give this one its own RINGSUM_STATE_DIR")
         copies = [d for d in plan.datasets if d.copy_of]
         loop = self._ram_device(plan, copies) if copies else None
         cpus = usable_cpus()
@@ -285,6 +289,9 @@ class Environment:
         for d in (backing, mnt):
             self.record.add("dir", str(d))
             d.mkdir(mode=0o700, exist_ok=True)
+            if d.is_symlink() or not d.is_dir() or d.stat().st_uid != os.geteuid() or os.path.ismount(d):
+                raise EmulationError(f"condition ram: {d} is not an empty directory of ours (a symlink, "
+                                     "another's, or mounted); remove it")
         self.record.add("mount", str(backing))
         _run(["mount", "-t", "tmpfs", "-o", f"size={size + (1 << 20)},mode=0700", "ringsum-ram", str(backing)])
         image = backing / "disk.img"
