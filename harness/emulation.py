@@ -51,8 +51,11 @@ class EmulationError(Exception):
 
 def whole_disk(path: str) -> tuple[int, int] | None:
     """(major, minor) of the block device holding `path`, a partition's disk; None: no block device
-    (tmpfs, overlay, NFS)."""
-    st = os.stat(path)
+    (tmpfs, overlay, NFS). A file still to be generated: its directory's, or the nearest that exists."""
+    where = Path(path)
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    st = os.stat(where)
     sys_dev = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
     if not sys_dev.exists():
         return None

@@ -338,3 +338,15 @@ def test_tune_picks_the_robust_configuration_over_conditions(tmp_path: Path) -> 
     summary = json.loads((tune_dir / "tune.json").read_text())
     assert summary["winner"] == pick.configuration == summary["robust"]["configuration"]
     assert f"robust pick over 2 conditions (as-is, 1core): {pick.configuration}" in r.stdout
+
+
+@needs_root
+def test_a_capped_file_still_to_be_generated(tmp_path: Path) -> None:
+    """The cap is checked before the file exists: the device is its directory's."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[run]\nrounds = 1\n[baselines]\nlimit = false\ncat = true\n")
+    env = {**os.environ, "RINGSUM_LOCK": str(tmp_path / "lock"), "RINGSUM_STATE_DIR": str(tmp_path / "state")}
+    r = ringsum("run", str(cfg), "--file", str(tmp_path / "new" / "f.bin"), "--size", "1M", "--read-cap", "100M",
+                "--out", str(tmp_path / "out"), env=env)
+    assert r.returncode == 0, r.stderr
+    assert [x["condition"] for x in rows(only_run_dir(tmp_path / "out"))] == ["cap100M"]
