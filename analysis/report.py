@@ -122,6 +122,8 @@ def _machine_lines(run: Run) -> list[str]:
     mem = fp.get("mem_total_bytes")
     return [
         f"- machine: {fp.get('cpu_model', '?')}, {fp.get('cores', '?')} cores"
+        + (f", BLAKE3 SIMD {fp['blake3_simd']}" if fp.get("blake3_simd") else "")
+        + (f", L2 {fp['l2_cache_bytes'] >> 10} KiB per core" if fp.get("l2_cache_bytes") else "")
         + (f", {mem / 2**30:.0f} GiB RAM" if mem else "") + f", {fp.get('arch', '')}",
         f"- kernel: {fp.get('kernel', '?')} ({fp.get('distribution', '?')}),"
         f" io_uring_disabled={fp.get('io_uring_disabled', '?')}",

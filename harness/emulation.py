@@ -148,16 +148,6 @@ class Record:
             os.fsync(f.fileno())
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _ours(kind: str, path: str, state: Path) -> bool:
     """A recorded thing is removed only where ringsum makes such things."""
     if kind == "cgroup":
@@ -181,7 +171,7 @@ def clean_leftovers(log: Callable[[str], None]) -> None:
         log(f"note: {path} is corrupt; removed (nothing it names is touched)")
         path.unlink()
         return
-    if _alive(owner) and owner != os.getpid():
+    if statemod.alive(owner) and owner != os.getpid():
         return  # another run's, still going (runs with their own locks in the tests)
     log(f"ringsum: removing what an earlier run left under its conditions ({len(made)} things, from {path})")
     for kind, p in reversed(made):

@@ -70,10 +70,11 @@ class RobustPick:
     cells: list[Cell]
 
     def text(self) -> str:
-        if stats.is_tie(self.worst) or self.worst.median <= 1.0:
-            how = "as fast as the best configuration in every condition (each interval holds 1)"
-        else:
-            how = f"at worst {self.worst.text(3)} x the best configuration's time ({self.worst_condition})"
+        mine = [c for c in self.cells if c.configuration == self.configuration]
+        behind = [c.condition for c in mine if c.vs_best.median > 1 and not stats.is_tie(c.vs_best)]
+        how = (f"at worst {self.worst.text(3)} x the time of the condition's best ({self.worst_condition}); "
+               + (f"really behind it in {len(behind)} of {len(mine)} conditions ({', '.join(behind)})" if behind else
+                  f"tied with or the best in every one of the {len(mine)} conditions (each interval holds 1)"))
         return f"{self.configuration}: {how}"
 
     def to_json(self) -> dict[str, Any]:

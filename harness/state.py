@@ -151,6 +151,17 @@ def locked(path: Path, log: Callable[[str], None], what: str) -> Iterator[IO[str
         f.close()
 
 
+def alive(pid: int) -> bool:
+    """Whether a recorded owner (of a state file's settings or conditions) still runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def run_lock_path() -> Path:
     """$RINGSUM_LOCK (tests give each run its own lock), else the state directory's run.lock."""
     return Path(os.environ["RINGSUM_LOCK"]) if os.environ.get("RINGSUM_LOCK") else state_dir() / RUN_LOCK

@@ -149,6 +149,15 @@ def _virtualization(flags: set[str]) -> str:
     raise LookupError("no systemd-detect-virt, /sys/hypervisor or cpuinfo flags to tell")
 
 
+def _cache_size(level: int) -> int | None:
+    """The first CPU's data or unified cache of this level, from sysfs ("1280K")."""
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        if _read(index / "level") == str(level) and _read(index / "type") in ("Data", "Unified"):
+            size = _read(index / "size") or ""
+            return int(size[:-1]) * {"K": 1 << 10, "M": 1 << 20}[size[-1]] if size[-1:] in "KM" and size[:-1].isdigit() else None
+    return None
+
+
 def fingerprint(file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     probe = _Probe()
     cpu = probe("cpuinfo", _cpuinfo) or {}
@@ -159,6 +168,8 @@ def fingerprint(file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     flags = set((cpu.get("flags") or cpu.get("Features") or "").split())
     probe("cpu_flags", lambda: [f for f in CPU_FLAGS_OF_INTEREST if f in flags])
     probe("blake3_simd", lambda: _blake3_simd(flags) if flags else None)
+    for level in (2, 3):  # per core (L2) and shared (L3): what a stage size is chosen from; not in the id
+        probe(f"l{level}_cache_bytes", lambda level=level: _cache_size(level))
     mem = probe("mem_total_bytes", lambda: int(re.search(r"MemTotal:\s+(\d+) kB",
                                                          Path("/proc/meminfo").read_text()).group(1)) * 1024)
     probe("mem_gib", lambda: round(mem / (1 << 30)) if mem else None)

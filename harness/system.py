@@ -89,14 +89,14 @@ def timing_settings(log: Callable[[str], None], tunables: tuple[Tunable, ...] = 
     try:
         with _signals_held(), _locked_state(path, log) as state:
             opened = True
-            state["users"] = [u for u in state["users"] if _alive(u[0])] + [me]
+            state["users"] = [u for u in state["users"] if statemod.alive(u[0])] + [me]
             _drop_invalid(log, tunables, state["restore"])
             settings = _apply(log, tunables, state["restore"], applied)
         yield [asdict(s) for s in settings]
     finally:
         if opened:
             with _signals_held(), _locked_state(path, log) as state:
-                state["users"] = [u for u in state["users"] if u != me and _alive(u[0])]
+                state["users"] = [u for u in state["users"] if u != me and statemod.alive(u[0])]
                 for name, value in applied.items():
                     state["restore"].setdefault(name, value)
                 if not state["users"]:
@@ -140,16 +140,6 @@ def _locked_state(path: Path, log: Callable[[str], None]) -> Iterator[dict[str, 
             f.seek(0)
             f.truncate()
             json.dump(state, f)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _drop_invalid(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ from harness.config import ConfigError, parse_config
 from harness.confine import Confinement
 from harness.dataset import Dataset
 from harness.plan import PlanError, build_plan, estimate_execution_s
+from test_tune import SMALL_SPACE
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
@@ -155,29 +156,34 @@ def test_a_condition_the_machine_cannot_provide_is_named_before_anything_runs(tm
 
 # --- each condition is real ---
 
-@needs_root
-def test_read_cap_holds_cat_to_the_rate(tmp_path: Path) -> None:
-    data = random_file(tmp_path / "f.bin", 64 * MiB)
+def timed_run(tmp_path: Path, config: str, size: int) -> list[dict[str, str]]:
+    """runs.csv of a real run of `config` on a random file of `size`, under the machine-wide lock."""
+    data = random_file(tmp_path / "f.bin", size)
     cfg = tmp_path / "c.toml"
-    cfg.write_text("[run]\nrounds = 3\n[conditions]\nread_cap = ['200M']\n[baselines]\nlimit = false\ncat = true\n")
+    cfg.write_text(config)
     r = ringsum("run", str(cfg), "--file", str(data), "--out", str(tmp_path / "out"), env=machine_wide_env())
     assert r.returncode == 0, r.stderr
-    runs = rows(only_run_dir(tmp_path / "out"))
+    return rows(only_run_dir(tmp_path / "out"))
+
+
+@needs_root
+def test_read_cap_holds_cat_to_the_rate(tmp_path: Path) -> None:
+    runs = timed_run(tmp_path, "[run]\nrounds = 3\n[conditions]\nread_cap = ['200M']\n"
+                               "[baselines]\nlimit = false\ncat = true\n", 64 * MiB)
     assert len(runs) == 3 and {x["condition"] for x in runs} == {"cap200M"}
     floor = 0.9 * 64 / 200
     assert all(float(x["wall_s"]) >= floor for x in runs), [x["wall_s"] for x in runs]
 
 
+ONE_CORE_HASHER = ("[[hashers]]\nvariant = 'uring_b3sum'\nstyle = 'defaults'\ntrace = false\n"
+                   "[baselines]\nlimit = false\n")
+
+
 @needs_root
 def test_one_core_keeps_a_multithreaded_hasher_on_one_core(tmp_path: Path) -> None:
-    data = random_file(tmp_path / "f.bin", 64 * MiB)
-    cfg = tmp_path / "c.toml"
     # warm: uring_b3sum hashes a cached file on every core it may use
-    cfg.write_text("[run]\nrounds = 3\ncache = 'warm'\n[conditions]\ncores = [1]\n"
-                   "[[hashers]]\nvariant = 'uring_b3sum'\nstyle = 'defaults'\ntrace = false\n[baselines]\nlimit = false\n")
-    r = ringsum("run", str(cfg), "--file", str(data), "--out", str(tmp_path / "out"), env=machine_wide_env())
-    assert r.returncode == 0, r.stderr
-    runs = rows(only_run_dir(tmp_path / "out"))
+    runs = timed_run(tmp_path, "[run]\nrounds = 3\ncache = 'warm'\n[conditions]\ncores = [1]\n" + ONE_CORE_HASHER,
+                     64 * MiB)
     assert len(runs) == 3 and all(x["cores"] == "1" for x in runs)
     for x in runs:
         assert float(x["user_s"]) + float(x["sys_s"]) <= 1.1 * float(x["wall_s"]), x
@@ -187,16 +193,10 @@ def test_one_core_keeps_a_multithreaded_hasher_on_one_core(tmp_path: Path) -> No
 def test_blake3_without_avx512_hashes_slower(tmp_path: Path) -> None:
     if simd_level_of_cpu() != "avx512":
         pytest.skip(f"this CPU has no AVX-512 (its widest level: {simd_level_of_cpu()}): both builds run the same code")
-    data = random_file(tmp_path / "f.bin", 128 * MiB)
-    cfg = tmp_path / "c.toml"
     # one core: the hashing is the CPU time measured, not spread over threads that also wait
-    cfg.write_text("[run]\nrounds = 5\ncache = 'warm'\n[conditions]\ncores = [1]\nsimd = ['full', 'avx2']\n"
-                   "[[hashers]]\nvariant = 'uring_b3sum'\nstyle = 'defaults'\ntrace = false\n[baselines]\nlimit = false\n")
-    r = ringsum("run", str(cfg), "--file", str(data), "--out", str(tmp_path / "out"), env=machine_wide_env())
-    assert r.returncode == 0, r.stderr
-    cpu: dict[tuple[str, str], float] = {}
-    for x in rows(only_run_dir(tmp_path / "out")):
-        cpu[x["simd"], x["round"]] = float(x["user_s"]) + float(x["sys_s"])
+    runs = timed_run(tmp_path, "[run]\nrounds = 5\ncache = 'warm'\n[conditions]\ncores = [1]\n"
+                               "simd = ['full', 'avx2']\n" + ONE_CORE_HASHER, 128 * MiB)
+    cpu = {(x["simd"], x["round"]): float(x["user_s"]) + float(x["sys_s"]) for x in runs}
     ratios = [cpu["avx2", rnd] / cpu["full", rnd] for (simd, rnd) in cpu if simd == "full"]
     # measured here: 1.25-1.3 (0.09 s against 0.07 s of CPU per 256 MiB)
     assert statistics.median(ratios) >= 1.08, ratios
@@ -204,12 +204,8 @@ def test_blake3_without_avx512_hashes_slower(tmp_path: Path) -> None:
 
 @needs_root
 def test_ram_device_reads_faster_than_the_disk(tmp_path: Path) -> None:
-    data = random_file(tmp_path / "f.bin", 256 * MiB)
-    cfg = tmp_path / "c.toml"
-    cfg.write_text("[run]\nrounds = 5\n[conditions]\ndevice = ['disk', 'ram']\n[baselines]\nlimit = false\ncat = true\n")
-    r = ringsum("run", str(cfg), "--file", str(data), "--out", str(tmp_path / "out"), env=machine_wide_env())
-    assert r.returncode == 0, r.stderr
-    runs = rows(only_run_dir(tmp_path / "out"))
+    runs = timed_run(tmp_path, "[run]\nrounds = 5\n[conditions]\ndevice = ['disk', 'ram']\n"
+                               "[baselines]\nlimit = false\ncat = true\n", 256 * MiB)
     assert all(float(x["resident_before"]) <= 0.01 for x in runs)  # dropped from the cache like the disk
     ram = [x for x in runs if x["device"] == "ram"]
     assert ram and all(x["file"].endswith("/ram/0/f.bin") for x in ram)
@@ -298,24 +294,7 @@ def test_nothing_is_left_after_kill_9_and_resume(tmp_path: Path) -> None:
 
 # --- tune under conditions ---
 
-TUNE_SPACE = """
-[run]
-rounds = 10
-cache = "warm"
-timeout_s = 30
-
-[[hashers]]
-variant = "liburing_b3sum_multithread"
-block_size = ["256K", "1M"]
-queue_depth = [2, 4]
-direct = [true, false]
-
-[[hashers]]
-variant = "uring_b3sum"
-block_size = ["256K", "1M"]
-queue_depth = [2, 4]
-direct = [true, false]
-"""
+TUNE_SPACE = SMALL_SPACE.replace('cache = "cold"', 'cache = "warm"')
 
 
 def test_tune_picks_the_robust_configuration_over_conditions(tmp_path: Path) -> None:
