@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness import cache as cachemod
-from harness import counters
+from harness import counters, effective
 from harness import results as res
 from harness.conditions import Condition
 from harness.config_schema import Config
@@ -97,7 +97,8 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
     base = _raw_base(state, rnd, position, cmd)
     json_path, out_path = raw / f"{base}.json", raw / f"{base}.out"
     prep_log, fio_path = raw / f"{base}.prepare.jsonl", raw / f"{base}.fio.json"
-    for p in (json_path, out_path, prep_log, fio_path):
+    report = raw / f"{base}.effective.jsonl"
+    for p in (json_path, out_path, prep_log, fio_path, report):
         p.unlink(missing_ok=True)  # leftovers of an execution killed earlier
     cache = state.plan.cache
     argv = [state.tools["hyperfine"], "-N", "--runs", "1", "--ignore-failure", "--style", "none",
@@ -111,8 +112,10 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
     else:
         settle = CAPPED_SETTLE_S if cmd.condition.read_cap else 0.0
         argv += ["--prepare", prepare_argv(state.python, cmd.file, prep_log, cache, settle)]
-    argv.append(shlex.join(cmd.argv_with(str(fio_path), state.fio_files.get(cmd.file, cmd.file),
-                                         state.refs[cmd.file].file_list)))
+    words = cmd.argv_with(str(fio_path), state.fio_files.get(cmd.file, cmd.file), state.refs[cmd.file].file_list)
+    if cmd.tool == "hasher" and cmd.extra != "positional" and effective.reports_effective(words[0]):
+        words = effective.with_effective(words, report)
+    argv.append(shlex.join(words))
     started = utcnow()
     timeout = state.config.run.timeout_s + PREPARE_SLACK_S
     rc, _out, err = run_group(state.confine(cmd.condition).wrap(argv, state.python), timeout)
@@ -166,6 +169,9 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
                     errors.append(f"fio read {fr.io_bytes} bytes, not {cmd.file_size}")
             except FioError as e:
                 errors.append(str(e))
+    if rec.exit_code == 0:
+        for name, value in effective.read(report).items():
+            setattr(rec, name, value)
     rec.error = "; ".join(errors)
     return rec
 

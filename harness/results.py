@@ -65,14 +65,22 @@ class RunRecord:
     read_cap: int | None = None  # bytes/s the device was capped at
     cores: int | None = None  # CPUs the command could use (None: all)
     simd: str = "full"  # BLAKE3's build: full, avx2, sse41
+    # What the hasher reports it did (--effective, harness/effective.py), beside the knobs asked for:
+    effective_path: str = ""  # ring, memory, pread, stream ("+"-joined when the files differ)
+    effective_block_size: int | None = None  # None: not reported, or not one value over the files
+    effective_queue_depth: int | None = None
+    effective_buffers: int | None = None
+    effective_direct: bool | None = None  # True: every file read with O_DIRECT; None: mixed or not reported
+    effective_huge_pages: bool | None = None
 
 
 _FIELDS = [f.name for f in fields(RunRecord)]
 FIXED = [name for name in _FIELDS if name != "knobs"]  # the columns every runs.csv has
 _INT = {"block_size", "queue_depth", "buffers", "num_threads", "file_size", "files", "round", "position",
-        "bytes", "exit_code", "read_cap", "cores"}
+        "bytes", "exit_code", "read_cap", "cores", "effective_block_size", "effective_queue_depth",
+        "effective_buffers"}
 _FLOAT = {"wall_s", "user_s", "sys_s", "throughput_Bps", "resident_before", "fio_bw_Bps", "fio_runtime_s"}
-_BOOL = {"direct", "mmap", "hash_ok"}
+_BOOL = {"direct", "mmap", "hash_ok", "effective_direct", "effective_huge_pages"}
 
 
 def columns(knobs: Iterable[str]) -> list[str]:

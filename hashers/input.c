@@ -161,6 +161,21 @@ static void say_how(const struct ring *r, const struct input *in)
 			in->direct ? ", O_DIRECT" : "");
 }
 
+/* What the harness records of the execution (runs.csv): the choices made for this file, by its place in the list. */
+static void report_effective(const struct ring *r, const struct input *in, unsigned index)
+{
+	const char *path = in->from_memory ? "memory" : !r->have_uring ? "pread" : in->stream ? "stream" : "ring";
+
+	char depth[16] = "null";	/* the pread loop has none */
+
+	if (r->have_uring)
+		snprintf(depth, sizeof(depth), "%u", r->knobs.queue_depth);
+	fprintf(r->effective, "{\"index\": %u, \"path\": \"%s\", \"block_size\": %zu, \"queue_depth\": %s, "
+		"\"buffers\": %u, \"direct\": %s, \"huge_pages\": %s}\n", index, path, r->knobs.block_size,
+		depth, r->nr_cells, in->direct ? "true" : "false",
+		r->knobs.huge_pages && r->huge_pages_advised && !in->from_memory ? "true" : "false");
+}
+
 /* 0 is "a block": the default, so that a sweep passing every knob keeps it. */
 static uint64_t direct_min(const struct ring *r)
 {
@@ -222,6 +237,8 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	in->rw_flags = r->knobs.dontcache && regular && !in->direct && !in->stream ? RWF_DONTCACHE : 0;
 	if (r->verbose)
 		say_how(r, in);
+	if (r->effective)
+		report_effective(r, in, index);
 	if (in->from_memory)
 		return 0;
 	/* Buffered reads live on readahead: saying the file is read in order doubles its window. */

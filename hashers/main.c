@@ -149,7 +149,17 @@ int ringsum_main(int argc, char **argv, const struct variant *v)
 		ring_teardown(&ring);
 		return 1;
 	}
+	if (opts.effective_path && !(ring.effective = fopen(opts.effective_path, "we"))) {
+		print_error(opts.prog, opts.effective_path, -errno);
+		ring_teardown(&ring);
+		return 1;
+	}
 	status = hash_all(&ring, &opts, v);
+	if (ring.effective && fclose(ring.effective)) {
+		print_error(opts.prog, opts.effective_path, -errno);
+		status = 1;
+	}
+	ring.effective = NULL;
 	if ((ret = trace_close(&ring.trace)) < 0) {
 		print_error(opts.prog, opts.trace_path, ret);
 		status = 1;

@@ -36,7 +36,7 @@ _Static_assert(NR_KNOBS <= 64, "struct options' given has a bit per knob");
 /* Options without a short form; a knob's is OPT_KNOB + its row. */
 enum {
 	OPT_KEYED = 256, OPT_DERIVE_KEY, OPT_SEEK, OPT_NUM_THREADS, OPT_NO_MMAP, OPT_NO_NAMES,
-	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_KNOBS_JSON, OPT_PROGRESS, OPT_KNOB = 512,
+	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_KNOBS_JSON, OPT_PROGRESS, OPT_EFFECTIVE, OPT_KNOB = 512,
 };
 
 /* b3sum's options and ours that are not knobs; the knobs' come first (long_options()). */
@@ -58,6 +58,7 @@ static const struct option other_options[] = {
 	{ "progress",			no_argument,		NULL, OPT_PROGRESS },
 	{ "path",			required_argument,	NULL, 'p' },
 	{ "trace",			required_argument,	NULL, 't' },
+	{ "effective",			required_argument,	NULL, OPT_EFFECTIVE },
 	{ "knobs-json",			no_argument,		NULL, OPT_KNOBS_JSON },
 	{ "help",			no_argument,		NULL, 'h' },
 	{ "version",			no_argument,		NULL, 'V' },
@@ -278,6 +279,8 @@ static void usage(FILE *out, const char *prog, const struct variant *v)
 		"                               cache and --direct is not given)\n"
 		"      --trace FILE             write a CSV row per consumer run: time_ns, in_flight, reaped,\n"
 		"                               blocks_hashed, bytes_hashed, peak_in_flight (default off)\n"
+		"      --effective FILE         write how each file was really read, a JSON line each: path,\n"
+		"                               block size, depth, buffers, O_DIRECT, huge pages (default off)\n"
 		"      --positional             the article's form follows: FILE and seven numbers (default off;\n"
 		"                               the article's variants take that form without it)\n"
 		"      --knobs-json             describe the ring's options as JSON, for the harness\n"
@@ -567,6 +570,7 @@ static int parse_long_form(struct options *opts, int argc, char **argv, const ch
 			opts->path_given = true;
 			break;
 		case 't': opts->trace_path = optarg; break;
+		case OPT_EFFECTIVE: opts->effective_path = optarg; break;
 		case OPT_KNOBS_JSON:
 			knobs_json(stdout, v);
 			return 0;

@@ -83,6 +83,7 @@ struct options {
 	uint64_t given;			/* bit i: knob_table[i] was given (options.c) */
 	char defaults_text[4096];	/* uring_b3sum's options file; option values point into it */
 	const char *trace_path;		/* CSV of consumer runs, or NULL */
+	const char *effective_path;	/* JSON lines: how each file was really read, or NULL */
 	char **files;
 	int nr_files;
 };
@@ -187,6 +188,7 @@ struct ring {
 	struct io_uring_sqe *last_sqe;	/* its link flag is cleared at submit */
 	struct trace trace;
 	struct progress progress;
+	FILE *effective;		/* --effective: a line per file opened, or NULL */
 
 	/* the stream of files */
 	const char *prog;

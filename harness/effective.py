@@ -1,0 +1,50 @@
+"""What a hasher really did: `--effective FILE` makes it write a JSON line per file (the path it
+took, block size, depth, buffers, O_DIRECT, huge pages), and runs.csv records them beside the knobs
+asked for, so that a row never describes a configuration that did not run. A hasher built before
+the option (an older build under `--against`, a wrapper script) is run without it and its effective
+columns stay empty.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+FIELDS = ("path", "block_size", "queue_depth", "buffers", "direct", "huge_pages")
+
+
+@functools.lru_cache(maxsize=None)
+def reports_effective(exe: str) -> bool:
+    """Whether this hasher takes --effective (its --help says so)."""
+    try:
+        r = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--effective FILE" in r.stdout
+
+
+def with_effective(argv: list[str], report: Path) -> list[str]:
+    """The argv with --effective REPORT after the program (options come before `--` and the files)."""
+    return [argv[0], "--effective", str(report), *argv[1:]]
+
+
+def read(report: Path) -> dict[str, Any]:
+    """runs.csv's effective_* values from a report: each field's one value over the files, None
+    where the files differ (a path: the paths taken, joined by +); {} without a report."""
+    try:
+        lines = [json.loads(line) for line in report.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return {}
+    if not lines:
+        return {}
+    out: dict[str, Any] = {}
+    for field in FIELDS:
+        values = {line.get(field) for line in lines}
+        if field == "path":
+            out["effective_path"] = "+".join(sorted(str(v) for v in values))
+        else:
+            out[f"effective_{field}"] = values.pop() if len(values) == 1 else None
+    return out

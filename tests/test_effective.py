@@ -1,0 +1,125 @@
+"""What ran is what is recorded: the hashers' `--effective FILE` report and runs.csv's effective_*
+columns (harness/effective.py), with the real hashers; a hasher without the option (an older build,
+a wrapper) still runs, its effective columns empty."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import effective
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
+MODE = [] if os.geteuid() == 0 else ["--warm"]
+
+CONFIG = """
+[run]
+rounds = 1
+trace = false
+
+[[hashers]]
+variant = "uring_b3sum"
+style = "defaults"
+
+[[hashers]]
+name = "uring_b3sum-huge-off"   # huge_pages = false passes no option: uring_b3sum's own default (on) runs
+variant = "uring_b3sum"
+block_size = "4M"
+queue_depth = 8
+buffers = "2*queue_depth"
+huge_pages = false
+
+[[hashers]]
+variant = "b3sum_pread"
+
+[[hashers]]
+name = "wrapper"
+variant = "uring_b3sum"
+path = "@WRAPPER@"
+style = "defaults"
+
+[baselines]
+limit = false
+cat = true
+"""
+
+# An older build's stand-in: it knows no --effective (its --help is b3sum's).
+WRAPPER = '#!/bin/sh\nfor last; do :; done\n[ "$1" = --help ] && exec "@B3SUM@" --help\nexec "@B3SUM@" "$last"\n'
+
+
+def ringsum(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=300,
+                          cwd=REPO, env=env)
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+    d = tmp_path_factory.mktemp("effective")
+    data = d / "f.bin"
+    data.write_bytes(os.urandom(8 << 20))
+    wrapper = d / "wrapper.sh"
+    b3sum = REPO / ".tools" / "bin" / "b3sum"
+    wrapper.write_text(WRAPPER.replace("@B3SUM@", str(b3sum)))
+    wrapper.chmod(0o755)
+    (d / "c.toml").write_text(CONFIG.replace("@WRAPPER@", str(wrapper)))
+    env = {**os.environ, "RINGSUM_LOCK": str(d / "lock")}
+    r = ringsum("run", str(d / "c.toml"), "--file", str(data), "--out", str(d / "out"), *MODE, env=env)
+    assert r.returncode == 0, r.stderr
+    (run_dir,) = (d / "out").iterdir()
+    with open(run_dir / "runs.csv", newline="") as f:
+        return {row["label"]: row for row in csv.DictReader(f)}
+
+
+def test_uring_b3sum_rows_record_what_it_did(rows: dict[str, dict[str, str]]) -> None:
+    row = rows["uring_b3sum defaults"]
+    if MODE:  # warm: a cached file is hashed from memory
+        assert (row["effective_path"], row["effective_direct"]) == ("memory", "False")
+        return
+    # the knobs asked for are its defaults (no option given: empty); what ran is O_DIRECT on huge pages
+    assert (row["direct"], row["huge_pages"]) == ("", "")
+    assert (row["effective_path"], row["effective_direct"], row["effective_huge_pages"]) == ("ring", "True", "True")
+    assert (row["effective_block_size"], row["effective_queue_depth"], row["effective_buffers"]) == (
+        str(4 << 20), "8", "16")
+
+
+@pytest.mark.skipif(bool(MODE), reason="cold reads need root")
+def test_a_knob_left_at_the_table_default_is_recorded_as_it_ran(rows: dict[str, dict[str, str]]) -> None:
+    """huge_pages = false in a config passes no option, so uring_b3sum's own default (on) runs:
+    the row asks for False and records what ran."""
+    row = rows["uring_b3sum bs=4M qd=8 buf=16"]
+    assert (row["huge_pages"], row["effective_huge_pages"], row["effective_direct"]) == ("False", "True", "True")
+
+
+def test_the_pread_loop_has_no_depth(rows: dict[str, dict[str, str]]) -> None:
+    row = rows["b3sum_pread bs=512K qd=4 buf=4"]
+    assert (row["queue_depth"], row["effective_queue_depth"], row["effective_path"]) == ("4", "", "pread")
+
+
+def test_a_hasher_without_the_option_runs_and_records_nothing(rows: dict[str, dict[str, str]]) -> None:
+    row = rows["wrapper defaults"]
+    assert row["exit_code"] == "0" and row["hash_ok"] == "True"
+    assert all(row[f"effective_{f}"] == "" for f in effective.FIELDS)
+    assert all(rows["cat"][f"effective_{f}"] == "" for f in effective.FIELDS)
+
+
+def test_the_report_of_a_tree_and_a_bad_path(tmp_path: Path) -> None:
+    small, large = tmp_path / "small.bin", tmp_path / "large.bin"
+    small.write_bytes(os.urandom(4096))
+    large.write_bytes(os.urandom(8 << 20))
+    report = tmp_path / "effective.jsonl"
+    r = subprocess.run([str(BIN / "uring_b3sum"), "--buffered", "--effective", str(report), str(small), str(large)],
+                       capture_output=True, text=True, check=True)
+    assert len(r.stdout.splitlines()) == 2
+    lines = [json.loads(line) for line in report.read_text().splitlines()]
+    assert [line["index"] for line in lines] == [0, 1] and not any(line["direct"] for line in lines)
+    assert effective.read(report)["effective_direct"] is False
+    bad = subprocess.run([str(BIN / "uring_b3sum"), "--effective", str(tmp_path / "no" / "x"), str(small)],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and str(tmp_path / "no" / "x") in bad.stderr
