@@ -137,6 +137,18 @@ def with_limit_ratios(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return stats
 
 
+def as_ran(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """stats with `direct` as the hashers read, where they reported it (runs.csv effective_direct,
+    harness/effective.py): uring_b3sum at its defaults asks for nothing and reads cold files with
+    O_DIRECT."""
+    if "effective_direct" not in runs:
+        return stats
+    ran = runs.dropna(subset=["effective_direct"]).groupby("label")["effective_direct"].first()
+    stats = stats.copy()
+    stats["direct"] = [bool(ran[lbl]) if lbl in ran.index else d for lbl, d in zip(stats["label"], stats["direct"])]
+    return stats
+
+
 def tied_with_fastest(runs: pd.DataFrame, labels: list[str]) -> list[str]:
     """The fastest of labels by median and every one the data cannot tell from it (per-round
     ratio whose 95% interval contains 1), the fastest first."""

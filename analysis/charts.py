@@ -19,7 +19,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from analysis.load import Run, load_trace, speed_limit  # noqa: E402
-from analysis.chart_data import (GB, RUN_COLOURS, Skip, colour, command_name, for_size, gbps_text,  # noqa: E402
+from analysis.chart_data import (GB, RUN_COLOURS, Skip, as_ran, colour, command_name, for_size, gbps_text,  # noqa: E402
                                  hasher_stats, machine, reference, rounds, run_date, run_legend, short_label,
                                  size_text, subtitle, tied_with_fastest)
 from harness import verdict  # noqa: E402
@@ -112,10 +112,10 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
 # --- 2. tuning heatmaps ---
 
 def chart_heatmaps(run: Run, file_size: int | None = None) -> Figure | Skip:
-    """For each hasher variant, with and without O_DIRECT: which block size × queue depth gives
+    """For each hasher variant, with and without O_DIRECT (as it read, where it said): which block size × queue depth gives
     the highest median throughput on this machine (the sweet spot), and how sharp is it?"""
     runs, size = for_size(run, file_size)
-    stats = command_stats(runs[runs["tool"] == "hasher"])
+    stats = as_ran(command_stats(runs[runs["tool"] == "hasher"]), runs)
     stats = stats[stats["median_Bps"].notna()]
     panels = []
     for (variant, direct), g in stats.groupby(["variant", stats["direct"].fillna(False)], sort=True):

@@ -60,7 +60,7 @@ def ringsum(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 
 
 @pytest.fixture(scope="module")
-def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("effective")
     data = d / "f.bin"
     data.write_bytes(os.urandom(8 << 20))
@@ -73,6 +73,11 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
     r = ringsum("run", str(d / "c.toml"), "--file", str(data), "--out", str(d / "out"), *MODE, env=env)
     assert r.returncode == 0, r.stderr
     (run_dir,) = (d / "out").iterdir()
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def rows(run_dir: Path) -> dict[str, dict[str, str]]:
     with open(run_dir / "runs.csv", newline="") as f:
         return {row["label"]: row for row in csv.DictReader(f)}
 
@@ -123,3 +128,15 @@ def test_the_report_of_a_tree_and_a_bad_path(tmp_path: Path) -> None:
     bad = subprocess.run([str(BIN / "uring_b3sum"), "--effective", str(tmp_path / "no" / "x"), str(small)],
                          capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stderr.count("\n") == 1 and str(tmp_path / "no" / "x") in bad.stderr
+
+
+def test_the_report_reads_direct_as_it_ran(run_dir: Path) -> None:
+    """The tuning heatmaps split by O_DIRECT as the hasher read, not as the config asked."""
+    from analysis.chart_data import as_ran
+    from analysis.load import load_run
+    from harness.results import command_stats
+
+    runs = load_run(run_dir).runs
+    stats = as_ran(command_stats(runs), runs).set_index("label")
+    assert bool(stats.loc["uring_b3sum defaults", "direct"]) is (not MODE)
+    assert bool(stats.loc["b3sum_pread bs=512K qd=4 buf=4", "direct"]) is False
