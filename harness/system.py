@@ -94,15 +94,30 @@ def timing_settings(log: Callable[[str], None], tunables: tuple[Tunable, ...] = 
             settings = _apply(log, tunables, state["restore"], applied)
         yield [asdict(s) for s in settings]
     finally:
-        if opened:
-            with _signals_held(), _locked_state(path, log) as state:
-                state["users"] = [u for u in state["users"] if u != me and statemod.alive(u[0])]
-                for name, value in applied.items():
-                    state["restore"].setdefault(name, value)
-                if not state["users"]:
-                    _drop_invalid(log, tunables, state["restore"])
-                    _restore(log, tunables, state["restore"])
-                    state["restore"] = {}
+        # A signal the kernel gave another thread can surface in this thread late, even here, before
+        # the settings are put back: leaving is idempotent, so it is done again, then the signal raised.
+        late: KeyboardInterrupt | None = None
+        for _attempt in range(3 if opened else 0):
+            try:
+                _leave(log, tunables, path, me, applied)
+                break
+            except KeyboardInterrupt as e:
+                late = e
+        if late is not None:
+            raise late
+
+
+def _leave(log: Callable[[str], None], tunables: tuple[Tunable, ...], path: Path, me: list[Any],
+           applied: dict[str, str]) -> None:
+    """This run leaves the state: what it applied is merged in, and the last user restores it all."""
+    with _signals_held(), _locked_state(path, log) as state:
+        state["users"] = [u for u in state["users"] if u != me and statemod.alive(u[0])]
+        for name, value in applied.items():
+            state["restore"].setdefault(name, value)
+        if not state["users"]:
+            _drop_invalid(log, tunables, state["restore"])
+            _restore(log, tunables, state["restore"])
+            state["restore"] = {}
 
 
 @contextmanager
