@@ -299,13 +299,13 @@ export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 TEST_WORKERS ?= auto
 PYTEST := $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-test: deps all simd man completions $(B3SUM_SUITE)/.built $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
+test: deps all $(call bins,avx2) man completions $(B3SUM_SUITE)/.built $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
 	$(PYTEST) --durations=12
 
 # The whole suite STRESS_RUNS times under load (a busy process per core, an O_DIRECT reader of the
 # disk): a test whose verdict depends on timing fails here first. Logs in build/stress/.
 STRESS_RUNS ?= 3
-test-stress: deps all simd man completions $(B3SUM_SUITE)/.built $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
+test-stress: deps all $(call bins,avx2) man completions $(B3SUM_SUITE)/.built $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
 	$(VENV)/bin/python tests/under_load.py --runs $(STRESS_RUNS) --logs $(BUILD)/stress -- \
 		$(PYTEST) -p no:cacheprovider $(STRESS_TESTS)
 
