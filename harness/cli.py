@@ -99,6 +99,7 @@ def make_parser(command: str | None = None) -> argparse.ArgumentParser:
     k.add_argument("--json", action="store_true", help="as JSON instead of a Markdown table")
     s = sub.add_parser("sysinfo", help="print the machine fingerprint and tool versions")
     s.add_argument("--file", metavar="PATH", help="describe the filesystem and device of this file")
+    s.add_argument("--json", action="store_true", help="everything, as JSON (the fingerprint, versions, git)")
     from analysis.cli import add_report_parser
     add_report_parser(sub)
     co = sub.add_parser("collect", help="the runs of a fleet: one tidy table and one row per machine")
@@ -237,9 +238,10 @@ def _cmd_plan(a: argparse.Namespace) -> int:
 
 
 def _cmd_sysinfo(a: argparse.Namespace) -> int:
-    from harness.sysinfo import sysinfo
+    from harness.sysinfo import human, sysinfo
 
-    print(json.dumps(sysinfo(a.file), indent=2))
+    info = sysinfo(a.file)
+    print(json.dumps(info, indent=2) if a.json else human(info), end="\n" if a.json else "")
     return 0
 
 

@@ -271,3 +271,30 @@ def git_state() -> dict[str, Any]:
 
 def sysinfo(file: str | os.PathLike[str] | None = None, bin_dir: Path | None = None) -> dict[str, Any]:
     return {"fingerprint": fingerprint(file), "versions": versions(bin_dir), **git_state()}
+
+
+def human(info: dict[str, Any]) -> str:
+    """`ringsum sysinfo` for a person: what a figure measured here depends on (`--json`: all of it)."""
+    fp, v = info["fingerprint"], info["versions"]
+
+    def size(n: int | None) -> str:
+        return "?" if not n else f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n / (1 << 20):.2f} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+    mem = fp.get("mem_total_bytes")
+    lines = [
+        f"machine:     {fp.get('cpu_model') or '?'}, {fp.get('cores') or '?'} cores ({fp.get('cores_usable') or '?'} usable), "
+        f"BLAKE3 SIMD {fp.get('blake3_simd') or '?'}, L2 {size(fp.get('l2_cache_bytes'))} per core, "
+        f"L3 {size(fp.get('l3_cache_bytes'))}" + (f", {mem / 2**30:.0f} GiB" if mem else ""),
+        f"system:      {fp.get('distribution') or '?'}, kernel {fp.get('kernel') or '?'}, {fp.get('arch') or '?'}"
+        + (f", {fp['virtualization']}" if fp.get("virtualization") else "") + f", io_uring_disabled={fp.get('io_uring_disabled', '?')}",
+        f"storage:     {fp.get('fs_type') or '?'} on {fp.get('source') or '?'} (for {fp.get('file') or '?'}): "
+        f"{fp.get('device_driver') or '?'}, {'rotational' if fp.get('rotational') else 'non-rotational'}, "
+        f"scheduler {fp.get('scheduler') or '?'}, read-ahead {fp.get('read_ahead_kb', '?')} KiB",
+        "tools:       " + ", ".join(f"{k} {val}" for k, val in v.items() if k != "errors" and val),
+        f"git:         {str(info.get('git_commit') or '?')[:12]}" + (" (dirty)" if info.get("git_dirty") else ""),
+        f"fingerprint: {fp.get('fingerprint_id')} (what makes timings comparable; saved in every run's meta.json)",
+    ]
+    missing = sorted(set(fp.get("errors") or {}) | set(v.get("errors") or {}))
+    if missing:
+        lines.append(f"not known:   {', '.join(missing)} (--json says why)")
+    return "\n".join(lines) + "\n"

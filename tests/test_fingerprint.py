@@ -70,3 +70,21 @@ def test_fields_of_this_machine() -> None:
     assert fp["read_ahead_kb"] >= 0 and fp["scheduler"] and fp["mount_options"]
     for key, reason in fp["errors"].items():
         assert fp[key] is None and reason, key
+
+
+def test_sysinfo_for_a_person_and_as_json() -> None:
+    """`ringsum sysinfo` names what a figure depends on (CPU, SIMD level, L2, disk); --json has it all."""
+    import json
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    text = subprocess.run([sys.executable, "-m", "harness", "sysinfo"], capture_output=True, text=True, check=True,
+                          cwd=repo).stdout
+    machine = text.splitlines()[0]
+    assert machine.startswith("machine: ") and "BLAKE3 SIMD " in machine and " per core" in machine
+    assert [line.split(":")[0] for line in text.splitlines()][:6] == [
+        "machine", "system", "storage", "tools", "git", "fingerprint"]
+    data = json.loads(subprocess.run([sys.executable, "-m", "harness", "sysinfo", "--json"], capture_output=True,
+                                     text=True, check=True, cwd=repo).stdout)
+    assert data["fingerprint"]["fingerprint_id"] in text.splitlines()[5]
+    assert "l2_cache_bytes" in data["fingerprint"]
