@@ -23,7 +23,8 @@ from typing import Any
 from harness.conditions import add_condition_args, condition_overrides, plan_lines
 from harness.config import ConfigError, load_config
 from harness.plan import PlanError, build_plan, estimate, estimate_execution_s, format_duration
-from harness.units import format_size, parse_size
+from harness import values
+from harness.units import format_size
 from harness.variants import BIN_DIR_HELP
 
 
@@ -34,20 +35,17 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _size_arg(s: str) -> int:
-    try:
-        n = parse_size(s)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError("size must be at least 1 byte")
-    return n
+def _arg(parse: Any) -> Any:
+    """A harness.values parser as an argparse type: its own message, on one line."""
+    def typed(s: str) -> Any:
+        try:
+            return parse(int(s) if s.strip().isdigit() and parse is values.posint else s)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return typed
 
 
-def _posint_arg(s: str) -> int:
-    if not s.strip().isdigit() or int(s) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}")
-    return int(s)
+_size_arg, _posint_arg = _arg(values.size), _arg(values.posint)
 
 
 def _add_file_args(p: argparse.ArgumentParser) -> None:
@@ -97,7 +95,7 @@ def make_parser(command: str | None = None) -> argparse.ArgumentParser:
     k = sub.add_parser("knobs", help="the hashers' knobs as they describe themselves (docs/knobs.md)")
     k.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
     k.add_argument("--json", action="store_true", help="as JSON instead of a Markdown table")
-    s = sub.add_parser("sysinfo", help="print the machine fingerprint and tool versions")
+    s = sub.add_parser("sysinfo", help="the machine a figure depends on (--json: its fingerprint, versions)")
     s.add_argument("--file", metavar="PATH", help="describe the filesystem and device of this file")
     s.add_argument("--json", action="store_true", help="everything, as JSON (the fingerprint, versions, git)")
     from analysis.cli import add_report_parser
@@ -402,6 +400,8 @@ def _cmd_knobs(a: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if not args:  # the commands (usage, exit 2), rather than an error about the missing one
+        return make_parser("").print_help() or 2
     a = make_parser(_command_of(args) or "").parse_args(args)
 
     from harness.cache import CacheError

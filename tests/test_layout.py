@@ -98,3 +98,9 @@ def test_the_github_workflow_builds_as_the_runner_user():
     workflow = (REPO / "docs" / "github-actions-ringsum-check.yml").read_text()
     assert "sudo make" not in workflow
     assert "make -C base deps all" in workflow and "make -C pr deps all" in workflow
+
+
+def test_ringsum_alone_lists_its_commands() -> None:
+    r = subprocess.run([sys.executable, "-m", "harness"], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and not r.stderr
+    assert all(f"    {cmd} " in r.stdout for cmd in ("run", "plan", "report", "check", "tune", "sysinfo"))
