@@ -282,7 +282,6 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
         winner, tied, best_default = r.robust.configuration, [], None
         mine = r.times.get(f"{winner} @{first}", {})
         winner_median = verdict.stats.median_interval(mine.values()).median
-        finalists = [(k, dict(finalists)[k]) for k, _ in finalists]
     return Outcome(stages=book.stages, winner=winner, winner_median_s=winner_median,
                    finalists=finalists, best_default=best_default, tied=tied, hasher_runs=book.runs,
                    baseline_runs=sum(s["baseline_runs"] for s in book.stages), grid_runs=space.grid_runs,

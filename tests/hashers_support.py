@@ -6,6 +6,7 @@ import os
 import pty
 import random
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,12 @@ def ring_path(variant: str) -> list[str]:
 
 def run(argv: list[str | Path], timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in argv], capture_output=True, timeout=timeout, **kwargs)
+
+
+def ringsum(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """The driver's command line (`python -m harness ARGS`) from the checkout, its output captured."""
+    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, env=env)
 
 
 def data_file(size: int, name: str | None = None) -> Path:

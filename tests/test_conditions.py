@@ -27,6 +27,7 @@ from harness.conditions import Condition, ConditionError, parse_cli, simd_level_
 from harness.config import ConfigError, parse_config
 from harness.confine import Confinement
 from harness.dataset import Dataset
+from hashers_support import ringsum
 from harness.plan import PlanError, build_plan, estimate_execution_s
 from test_tune import SMALL_SPACE
 
@@ -35,11 +36,6 @@ BIN = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="caps, the RAM device and cold reads need root")
 MiB = 1 << 20
-
-
-def ringsum(*args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env=env)
 
 
 def machine_wide_env() -> dict[str, str]:

@@ -8,12 +8,12 @@ import csv
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness import effective
+from hashers_support import ringsum
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
@@ -54,11 +54,6 @@ cat = true
 WRAPPER = '#!/bin/sh\nfor last; do :; done\n[ "$1" = --help ] && exec "@B3SUM@" --help\nexec "@B3SUM@" "$last"\n'
 
 
-def ringsum(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True, text=True, timeout=300,
-                          cwd=REPO, env=env)
-
-
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("effective")
@@ -70,7 +65,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wrapper.chmod(0o755)
     (d / "c.toml").write_text(CONFIG.replace("@WRAPPER@", str(wrapper)))
     env = {**os.environ, "RINGSUM_LOCK": str(d / "lock")}
-    r = ringsum("run", str(d / "c.toml"), "--file", str(data), "--out", str(d / "out"), *MODE, env=env)
+    r = ringsum("run", str(d / "c.toml"), "--file", str(data), "--out", str(d / "out"), *MODE, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     (run_dir,) = (d / "out").iterdir()
     return run_dir
