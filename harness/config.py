@@ -36,9 +36,8 @@ Schema (all keys optional unless noted)::
     queue_depth = [1, 4]
     buffers = "queue_depth"    # int, "queue_depth", "2*queue_depth", or a list of those
     direct = [true, false]
-    process_in_inner_loop = false
-    drain = false
-    link = false
+    drain = [false, true]      # and every other knob of `ringsum knobs`; a flag the variant has on
+                               #   unasked (uring_b3sum's huge_pages) cannot be false
     exclude = [{ direct = false, block_size = "2M" }]    # drop combinations matching all keys
     constraints = ["block_size * buffers <= 64M"]        # keep only combinations satisfying all
 
@@ -79,7 +78,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.conditions import ConditionError, grid_from_table
-from harness.knobs import KnobsError, hasher_knobs, load_knobs
+from harness.knobs import KnobsError, flags_on_by_default, hasher_knobs, load_knobs
 from harness.config_schema import (BASELINE_TOOLS, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, ConfigError, Constraint,
                                    DatasetDecl, Group, Nominal, RunSettings)
 from harness.dataset import TreeRecipe
@@ -108,9 +107,7 @@ def _one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
-_CONSTRAINT_RE = re.compile(
-    r"^\s*(?P<a>\w+)\s*(?:\*\s*(?P<b>\w+)\s*)?(?P<op><=|>=|==|!=|<|>)\s*(?P<c>\w+)\s*$"
-)
+_CONSTRAINT_RE = re.compile(r"^\s*(?P<a>\w+)\s*(?:\*\s*(?P<b>\w+)\s*)?(?P<op><=|>=|==|!=|<|>)\s*(?P<c>\w+)\s*$")
 
 
 class _Ctx:
@@ -222,6 +219,11 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
     grid = {}
     for knob, (parse, default) in knobs.items():
         grid[knob] = ctx.values(table[knob], f"{key}.{knob}", parse) if knob in table else default
+    for k in flags_on_by_default(load_knobs(), variant) if kind == "hasher" and style == "options" else ():
+        if k.name in table and False in grid[k.name]:  # off would be the same command again, under a new label
+            raise ctx.err(f"{key}.{k.name}", f"{variant} has {k.option} on by default and no option turns it off: "
+                                             f"false would run the same command as true (leave {k.name} out)")
+        grid[k.name] = (True,)  # as it runs, so the row records it
     if kind == "hasher" and style == "positional":
         for bs in grid["block_size"]:
             if bs % 1024:

@@ -1,6 +1,6 @@
 """What a hasher really did: `--effective FILE` makes it write a JSON line per file (the path it
-took, block size, depth, buffers, O_DIRECT, huge pages), and runs.csv records them beside the knobs
-asked for, so that a row never describes a configuration that did not run. A hasher built before
+took, block size, depth, buffers, O_DIRECT, huge pages, how its blocks were hashed), and runs.csv
+records them beside the knobs asked for, so that a row never describes a configuration that did not run. A hasher built before
 the option (an older build under `--against`, a wrapper script) is run without it and its effective
 columns stay empty.
 """
@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-FIELDS = ("path", "block_size", "queue_depth", "buffers", "direct", "huge_pages")
+FIELDS = ("path", "block_size", "queue_depth", "buffers", "direct", "huge_pages", "hashing", "hash_threads")
 
 
 @functools.lru_cache(maxsize=None)
@@ -33,7 +33,9 @@ def with_effective(argv: list[str], report: Path) -> list[str]:
 
 def read(report: Path) -> dict[str, Any]:
     """runs.csv's effective_* values from a report: each field's one value over the files, None
-    where the files differ (a path: the paths taken, joined by +); {} without a report."""
+    where the files differ (a path, a way of hashing: those taken, joined by +), and the share of the
+    ring's blocks that were hashed on every core (None where no block went through the ring, and for
+    a hasher that does not count them); {} without a report."""
     try:
         lines = [json.loads(line) for line in report.read_text().splitlines() if line.strip()]
     except (OSError, ValueError):
@@ -43,8 +45,12 @@ def read(report: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for field in FIELDS:
         values = {line.get(field) for line in lines}
-        if field == "path":
-            out["effective_path"] = "+".join(sorted(str(v) for v in values))
+        if field in ("path", "hashing"):
+            out[f"effective_{field}"] = "+".join(sorted(str(v) for v in values if v is not None))
         else:
             out[f"effective_{field}"] = values.pop() if len(values) == 1 else None
+    ring_bytes = sum(line.get("ring_bytes") or 0 for line in lines)
+    counted = all("parallel_bytes" in line for line in lines)
+    out["effective_parallel_share"] = (sum(line["parallel_bytes"] for line in lines) / ring_bytes
+                                       if counted and ring_bytes else None)
     return out

@@ -148,6 +148,11 @@ _PARSERS: dict[str, values.Parser] = {"size": values.size, "count": values.posin
                                       "flag": values.boolean}
 
 
+def flags_on_by_default(table: KnobTable, variant: str) -> tuple[Knob, ...]:
+    """The flags a variant has on without being told (uring_b3sum's huge_pages)."""
+    return tuple(k for k in table.flags if dict(k.variant_defaults).get(variant) is True)
+
+
 def hasher_knobs(table: KnobTable) -> dict[str, tuple[values.Parser, tuple[Any, ...]]]:
     """A hasher group's config knobs: each of the table's, parsed by its type (a number whose least
     is 0 may be 0), the article's default."""

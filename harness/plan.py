@@ -16,7 +16,7 @@ from harness.conditions import Condition, simd_b3sum, simd_bin_dir
 from harness.config_schema import DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
 from harness.dataset import LIST_PLACEHOLDER, Dataset
 from harness.values import Buffers
-from harness.knobs import Knob, load_knobs
+from harness.knobs import Knob, flags_on_by_default, load_knobs
 from harness.tools import COMMAND, FIO_FILE, FIO_JSON, READER, TOOLS, find_tool  # noqa: F401 (re-export)
 from harness.units import format_size
 from harness.variants import variant as registered_variant
@@ -144,9 +144,11 @@ def knob_word(k: Knob, value: Any) -> str:
 def _hasher_command(config: Config, group: Group, knobs: dict[str, Any], common: dict[str, Any], tag: str,
                     tree: bool) -> Command:
     """A hasher's argv and label from the knob table: every number is passed, every flag that is on;
-    the label names the article's numbers, any other that is not at its default, and the flags on.
+    the label names the article's numbers, any other that is not at its default, and the flags on
+    that the variant has off by default.
     A tree is walked by the hasher itself (--recursive)."""
     table = load_knobs()
+    on_unasked = flags_on_by_default(table, group.variant)
     prog = str(hasher_binary(config, group))
     file = common["file"]
     walk = ["--recursive"] if tree else []
@@ -157,7 +159,7 @@ def _hasher_command(config: Config, group: Group, knobs: dict[str, Any], common:
         value = values[k.name]
         if k.is_flag:
             opts += [k.option] * value
-            words += [k.label] * value
+            words += [k.label] * (value and k not in on_unasked)
         else:
             opts += [k.option, knob_word(k, value)]
             if k.positional or value != k.default:

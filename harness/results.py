@@ -72,14 +72,18 @@ class RunRecord:
     effective_buffers: int | None = None
     effective_direct: bool | None = None  # True: every file read with O_DIRECT; None: mixed or not reported
     effective_huge_pages: bool | None = None
+    effective_hashing: str = ""  # a ring block on one core (serial), every core (parallel), or when-behind
+    effective_hash_threads: int | None = None  # the most threads a block could be hashed on
+    effective_parallel_share: float | None = None  # of the bytes hashed from the ring, the share on every core
 
 
 _FIELDS = [f.name for f in fields(RunRecord)]
 FIXED = [name for name in _FIELDS if name != "knobs"]  # the columns every runs.csv has
 _INT = {"block_size", "queue_depth", "buffers", "num_threads", "file_size", "files", "round", "position",
         "bytes", "exit_code", "read_cap", "cores", "effective_block_size", "effective_queue_depth",
-        "effective_buffers"}
-_FLOAT = {"wall_s", "user_s", "sys_s", "throughput_Bps", "resident_before", "fio_bw_Bps", "fio_runtime_s"}
+        "effective_buffers", "effective_hash_threads"}
+_FLOAT = {"wall_s", "user_s", "sys_s", "throughput_Bps", "resident_before", "fio_bw_Bps", "fio_runtime_s",
+          "effective_parallel_share"}
 _BOOL = {"direct", "mmap", "hash_ok", "effective_direct", "effective_huge_pages"}
 
 

@@ -147,6 +147,13 @@ static int classify(struct input *in)
 	}
 }
 
+static const char *hashing_name(const struct ring *r, const struct input *in)
+{
+	if (in->from_memory || r->hashing == HASH_PARALLEL)
+		return "parallel";
+	return r->hashing == HASH_WHEN_BEHIND ? "when-behind" : "serial";
+}
+
 static void say_how(const struct ring *r, const struct input *in)
 {
 	if (in->from_memory)
@@ -162,7 +169,7 @@ static void say_how(const struct ring *r, const struct input *in)
 }
 
 /* What the harness records of the execution (runs.csv): the choices made for this file, by its place in the list. */
-static void report_effective(const struct ring *r, const struct input *in, unsigned index)
+static void report_effective(const struct ring *r, const struct input *in)
 {
 	const char *path = in->from_memory ? "memory" : !r->have_uring ? "pread" : in->stream ? "stream" : "ring";
 
@@ -171,9 +178,12 @@ static void report_effective(const struct ring *r, const struct input *in, unsig
 	if (r->have_uring)
 		snprintf(depth, sizeof(depth), "%u", r->knobs.queue_depth);
 	fprintf(r->effective, "{\"index\": %u, \"path\": \"%s\", \"block_size\": %zu, \"queue_depth\": %s, "
-		"\"buffers\": %u, \"direct\": %s, \"huge_pages\": %s}\n", index, path, r->knobs.block_size,
+		"\"buffers\": %u, \"direct\": %s, \"huge_pages\": %s, \"hashing\": \"%s\", \"hash_threads\": %u, "
+		"\"ring_bytes\": %llu, \"parallel_bytes\": %llu}\n", r->consumer_input, path, r->knobs.block_size,
 		depth, r->nr_cells, in->direct ? "true" : "false",
-		r->knobs.huge_pages && r->huge_pages_advised && !in->from_memory ? "true" : "false");
+		r->knobs.huge_pages && r->huge_pages_advised && !in->from_memory ? "true" : "false",
+		hashing_name(r, in), in->from_memory || r->hashing != HASH_SERIAL ? r->hash_threads : 1,
+		(unsigned long long)in->ring_bytes, (unsigned long long)in->parallel_bytes);
 }
 
 /* 0 is "a block": the default, so that a sweep passing every knob keeps it. */
@@ -237,8 +247,7 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	in->rw_flags = r->knobs.dontcache && regular && !in->direct && !in->stream ? RWF_DONTCACHE : 0;
 	if (r->verbose)
 		say_how(r, in);
-	if (r->effective)
-		report_effective(r, in, index);
+	in->opened = true;
 	if (in->from_memory)
 		return 0;
 	/* Buffered reads live on readahead: saying the file is read in order doubles its window. */
@@ -258,7 +267,9 @@ void input_open(struct ring *r, struct input *in, unsigned index)
 {
 	in->nr_blocks = 1;
 	in->completions = 0;
+	in->ring_bytes = in->parallel_bytes = 0;
 	in->from_memory = false;
+	in->opened = false;
 	in->hasher = r->base_hasher;
 	if (!in->error)		/* a bad --check line has nothing to open */
 		in->error = open_input(r, in, index);
@@ -353,6 +364,8 @@ void input_finish(struct ring *r, struct input *in)
 	}
 	if (!in->error)
 		in->error = check_unchanged(in);
+	if (in->opened && r->effective)
+		report_effective(r, in);
 	if (in->fd >= 0 && !in->borrowed_fd) {
 		close(in->fd);
 		atomic_fetch_sub(&r->open_files, 1);

@@ -67,8 +67,11 @@
 	FLAG(submit_and_wait, 0, WAITS, "submitwait", 0, "submit and wait in one system call; single-threaded loop") \
 	FLAG(iopoll, 0, URING, "iopoll", 0, "IORING_SETUP_IOPOLL: poll the device for completions\n" \
 	     "needs --direct, a pollable device and the single-threaded loop") \
-	FLAG(parallel_hash, 0, ALL, "parhash", 0, "hash each block on every core, BLAKE3's TBB path\n" \
-	     "best with large power-of-two blocks") \
+	FLAG(parallel_hash, 0, ALL, "parhash", 0, "hash every block on every core, BLAKE3's TBB path\n" \
+	     "best with large power-of-two blocks\n" \
+	     "uring_b3sum's default: a block on every core once the next one is read") \
+	FLAG(serial_hash, 0, ALL, "serial", 0, "hash every block of the ring on one core\n" \
+	     "uring_b3sum's default: on one core only while the reads are behind") \
 	FLAG(fadvise_sequential, 0, ALL, "seq", 0, "POSIX_FADV_SEQUENTIAL on buffered reads: doubles readahead") \
 	FLAG(buffered, 0, ALL, "buffered", 0, "never O_DIRECT, not even for uring_b3sum's cold files\n" \
 	     "(its default for a cold file of --direct-min or more)") \

@@ -231,14 +231,14 @@ static void knob_usage(FILE *out, const struct knob *k, const struct knobs *defa
 
 static void usage(FILE *out, const char *prog, const struct variant *v)
 {
-	char size[32], tree[128] = "";
+	char size[32], tree[256] = "";
 	struct knobs defaults;
 
 	knob_defaults(&defaults, v, false);
 	if (v->tree_direct_min) {
 		format_size(v->tree_direct_min, size, sizeof(size));
-		snprintf(tree, sizeof(tree), "%*s%s: --direct-min 0 (its default) is %s with it (small cold files)\n",
-			 HELP_COLUMN, "", v->name, size);
+		snprintf(tree, sizeof(tree), "%*s%s: --direct-min 0 (its default) is %s with it, --check or\n"
+			 "%*smore than one FILE (small cold files)\n", HELP_COLUMN, "", v->name, size, HELP_COLUMN, "");
 	}
 	fprintf(out,
 		"Usage: %s [OPTION]... [FILE]...\n"
@@ -659,6 +659,8 @@ static int validate(const struct options *opts, const struct variant *v, const c
 				 MAX_FIXED_BUFFERS, opts->knobs.buffers);
 	if (opts->knobs.direct && opts->knobs.buffered)
 		return bad_usage(prog, "--direct and --buffered contradict each other");
+	if (opts->knobs.parallel_hash && opts->knobs.serial_hash)
+		return bad_usage(prog, "--parallel-hash and --serial-hash contradict each other");
 	if (opts->knobs.iopoll && !opts->knobs.direct)
 		return bad_usage(prog, "--iopoll needs --direct");
 	if (opts->knobs.iopoll && v->uses_uring && !v->waits_on_completions)
@@ -766,7 +768,8 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 	}
 	if (ret >= 0)
 		return ret;
-	if (opts->recursive && v->tree_direct_min && !opts->knobs.direct_min)
+	/* many files: a list (xargs) and a checksum file are a tree's files too */
+	if ((opts->recursive || opts->check || opts->nr_files > 1) && v->tree_direct_min && !opts->knobs.direct_min)
 		opts->knobs.direct_min = v->tree_direct_min;
 	if (!knob_given(opts, offsetof(struct knobs, buffers)))
 		opts->knobs.buffers = opts->knobs.queue_depth * buffers_per_depth(v);

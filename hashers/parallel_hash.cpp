@@ -57,6 +57,7 @@
 
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_invoke.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include "blake3_impl.h"
 
@@ -217,4 +218,12 @@ extern "C" void hash_limit_threads(size_t threads) noexcept {
   delete limit;
   limit = new oneapi::tbb::global_control(
       oneapi::tbb::global_control::max_allowed_parallelism, threads);
+}
+
+// TBB's arena is as wide as the CPUs this process may run on (its affinity:
+// taskset, a cpuset), the global control as --num-threads.
+extern "C" size_t hash_max_threads(void) noexcept {
+  return std::min(static_cast<size_t>(oneapi::tbb::this_task_arena::max_concurrency()),
+                  oneapi::tbb::global_control::active_value(
+                      oneapi::tbb::global_control::max_allowed_parallelism));
 }

@@ -101,7 +101,8 @@ struct variant {
 	size_t block_size;		/* default; 0: the article's 512K */
 	unsigned queue_depth;		/* default; 0: the article's 4 */
 	unsigned buffers_per_depth;	/* default buffers per queue depth; 0: 1 */
-	size_t tree_direct_min;		/* what --direct-min 0 means with --recursive; 0: a block, as without */
+	size_t tree_direct_min;		/* what --direct-min 0 means for many files (--recursive, or more than one FILE) */
+	bool hashes_when_behind;	/* a ring block on every core while the next one waits (HASH_WHEN_BEHIND) */
 	int (*hash_stream)(struct ring *ring);
 };
 
@@ -131,6 +132,9 @@ struct input {
 	uint64_t completions;		/* reaped for this file, counted by fault injection */
 	int error;			/* first error, negative; the producer's until the file's last block is available */
 	bool from_memory;		/* hash it from the page cache instead of reading it */
+	bool opened;			/* its path was chosen: --effective reports it once it is finished */
+	uint64_t ring_bytes;		/* hashed from the ring's cells */
+	uint64_t parallel_bytes;	/* of those, hashed on every core */
 	unsigned fixed_slot;		/* its index among the registered files */
 	blake3_hasher hasher;
 };
@@ -175,10 +179,19 @@ struct progress {
 	unsigned len;
 };
 
+/* How the consumer hashes a block of the ring. */
+enum hashing {
+	HASH_SERIAL,			/* on the consumer's thread alone */
+	HASH_PARALLEL,			/* on every core (--parallel-hash) */
+	HASH_WHEN_BEHIND,		/* on every core while the block after it is read already */
+};
+
 struct ring {
 	struct cell *cells;
 	unsigned nr_cells;
 	struct knobs knobs;		/* as given, those a variant does not use turned off */
+	enum hashing hashing;
+	unsigned hash_threads;		/* the most a block can be hashed on: the usable cores, --num-threads */
 	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */
 	bool huge_pages_advised;	/* ring_use_huge_pages() has run (the producer's) */
 	unsigned sqe_flags;
@@ -212,6 +225,7 @@ struct ring {
 	blake3_hasher base_hasher;	/* every input's hasher starts as a copy: plain, keyed or derive-key */
 	int fallback_reason;		/* io_uring could not be set up (negative errno): reading with pread() */
 	uint64_t bytes_hashed;
+	uint64_t parallel_bytes;	/* of bytes_hashed, those hashed on every core */
 	int path_choice;
 	bool verbose;
 	_Atomic unsigned in_flight;	/* requests queued or submitted, not yet reaped */
@@ -222,6 +236,7 @@ struct ring {
 	struct fault { uint64_t completion; int res; } faults[16];
 	unsigned nr_faults;
 	unsigned long long slow_percent;
+	unsigned read_lag_ms, hash_lag_ms;
 	struct timespec fault_start;
 #endif
 
@@ -251,6 +266,7 @@ void ring_drain(struct ring *r);
 void ring_fail(struct ring *r, int err);
 void ring_producer_sleep(struct ring *r);
 void ring_consumer_sleep(struct ring *r);
+void ring_say_hashing(const struct ring *r, const struct variant *v);
 
 static inline struct cell *cell_of(struct ring *r, uint64_t block)
 {
@@ -268,10 +284,12 @@ void hash_parallel(blake3_hasher *hasher, const void *data, size_t len);
 void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, bool copy, size_t release);
 /* --num-threads: no more hashing threads than this. */
 void hash_limit_threads(size_t threads);
+/* How many threads a parallel hash can run on: the cores this process may use, under --num-threads. */
+size_t hash_max_threads(void);
 
 static inline void hash_update(const struct ring *r, blake3_hasher *hasher, const void *data, size_t len)
 {
-	if (r->knobs.parallel_hash)
+	if (r->hashing == HASH_PARALLEL)
 		hash_parallel(hasher, data, len);
 	else
 		blake3_hasher_update(hasher, data, len);

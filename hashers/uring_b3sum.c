@@ -32,6 +32,7 @@ static const struct variant uring_b3sum = {
 	 * 4M x 16 deep were no faster: the depth stays.
 	 */
 	.tree_direct_min = 4u << 10,
+	.hashes_when_behind = true,
 	.setup_flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
 	.hash_stream = hash_stream_threaded,
 };

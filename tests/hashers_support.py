@@ -99,6 +99,7 @@ class Knobs:
     sqpoll: bool = False
     submit_and_wait: bool = False
     parallel_hash: bool = False
+    serial_hash: bool = False
     fadvise_sequential: bool = False
     dontcache: bool = False
     huge_pages: bool = False
@@ -106,7 +107,8 @@ class Knobs:
     FLAGS = {"direct": ("--direct", "d"), "inner_loop": ("--process-in-inner-loop", "i"), "drain": ("--drain", "D"),
              "link": ("--link", "L"), "fixed_buffers": ("--fixed-buffers", "B"), "fixed_file": ("--fixed-file", "F"),
              "sqpoll": ("--sqpoll", "S"), "submit_and_wait": ("--submit-and-wait", "W"),
-             "parallel_hash": ("--parallel-hash", "H"), "fadvise_sequential": ("--fadvise-sequential", "A"),
+             "parallel_hash": ("--parallel-hash", "H"), "serial_hash": ("--serial-hash", "h"),
+             "fadvise_sequential": ("--fadvise-sequential", "A"),
              "dontcache": ("--dontcache", "C"), "huge_pages": ("--huge-pages", "U")}
 
     def argv(self) -> list[str]:

@@ -29,12 +29,11 @@ variant = "uring_b3sum"
 style = "defaults"
 
 [[hashers]]
-name = "uring_b3sum-huge-off"   # huge_pages = false passes no option: uring_b3sum's own default (on) runs
+name = "uring_b3sum-sized"      # huge_pages left out: uring_b3sum's own default (on), passed and recorded
 variant = "uring_b3sum"
 block_size = "4M"
 queue_depth = 8
 buffers = "2*queue_depth"
-huge_pages = false
 
 [[hashers]]
 variant = "b3sum_pread"
@@ -90,11 +89,22 @@ def test_uring_b3sum_rows_record_what_it_did(rows: dict[str, dict[str, str]]) ->
 
 
 @pytest.mark.skipif(bool(MODE), reason="cold reads need root")
-def test_a_knob_left_at_the_table_default_is_recorded_as_it_ran(rows: dict[str, dict[str, str]]) -> None:
-    """huge_pages = false in a config passes no option, so uring_b3sum's own default (on) runs:
-    the row asks for False and records what ran."""
+def test_a_flag_left_out_is_the_variants_own(rows: dict[str, dict[str, str]]) -> None:
+    """huge_pages left out of a uring_b3sum group is its own default (on): asked for, recorded, run;
+    and how it hashed (a block on every core once the next is read: some share of it, or none)."""
     row = rows["uring_b3sum bs=4M qd=8 buf=16"]
-    assert (row["huge_pages"], row["effective_huge_pages"], row["effective_direct"]) == ("False", "True", "True")
+    assert (row["huge_pages"], row["effective_huge_pages"], row["effective_direct"]) == ("True", "True", "True")
+    assert row["effective_hashing"] == ("when-behind" if len(os.sched_getaffinity(0)) > 1 else "serial")
+    assert 0.0 <= float(row["effective_parallel_share"]) <= 1.0
+
+
+def test_off_for_a_flag_a_variant_has_on_is_a_config_error(tmp_path: Path) -> None:
+    """huge_pages = [true, false] used to plan one command under two labels (issue 28)."""
+    config = tmp_path / "huge.toml"
+    config.write_text('[[hashers]]\nvariant = "uring_b3sum"\nhuge_pages = [true, false]\n')
+    r = ringsum("plan", str(config), "--file", str(config))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "hashers[0].huge_pages: uring_b3sum has --huge-pages on by default and no option turns it off" in r.stderr
 
 
 def test_the_pread_loop_has_no_depth(rows: dict[str, dict[str, str]]) -> None:

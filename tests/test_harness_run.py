@@ -147,11 +147,11 @@ fio = {{ bs = ["128K"], iodepth = [2], direct = [true] }}
     with open(rd / "runs.csv") as f:
         header = f.readline().strip().split(",")
     assert header == columns(load_knobs().own)
-    assert header[:45] == ["label", "tool", "variant", "group", "block_size", "queue_depth", "buffers",
+    assert header[:46] == ["label", "tool", "variant", "group", "block_size", "queue_depth", "buffers",
                            "direct", "direct_min", "stage_size", "map_release", "memory_min", "process_in_inner_loop", "drain",
                            "link",
                            "fixed_buffers", "fixed_file", "sqpoll", "submit_and_wait", "iopoll", "parallel_hash",
-                           "fadvise_sequential",
+                           "serial_hash", "fadvise_sequential",
                            "buffered", "dontcache", "huge_pages", "stage_copy", "num_threads",
                            "mmap",
                            "extra", "file", "file_size", "cache", "round", "position", "wall_s",

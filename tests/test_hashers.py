@@ -43,8 +43,11 @@ def knob_grid() -> list[Knobs]:
               Knobs(64 * KiB, 3, 5, dontcache=True), Knobs(12345, 2, 2, huge_pages=True),
               Knobs(4 * MiB, 8, 16, direct=True, huge_pages=True)]
     # The io_uring feature knobs ride along at random: each on in about a third of the sample.
-    features = ("fixed_buffers", "fixed_file", "sqpoll", "submit_and_wait", "parallel_hash", "fadvise_sequential")
-    chosen += [dataclasses.replace(k, **{f: rng.random() < 0.35 for f in features}) for k in rng.sample(full, 36)]
+    # (--parallel-hash and --serial-hash together are a usage error: the first wins.)
+    features = ("fixed_buffers", "fixed_file", "sqpoll", "submit_and_wait", "parallel_hash", "serial_hash",
+                "fadvise_sequential")
+    sampled = [dataclasses.replace(k, **{f: rng.random() < 0.35 for f in features}) for k in rng.sample(full, 36)]
+    chosen += [dataclasses.replace(k, serial_hash=k.serial_hash and not k.parallel_hash) for k in sampled]
     for field, values in [("block_size", BLOCK_SIZES_DIRECT + BLOCK_SIZES_BUFFERED), ("queue_depth", QUEUE_DEPTHS),
                           ("buffers", [1, 2, 3, 4, 5, 8, 9, 16, 17, 32, 33, 64, 65])]:
         for value in values:

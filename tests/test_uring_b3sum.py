@@ -41,7 +41,7 @@ def test_a_small_cached_file_is_read_through_the_ring_unless_memory_min_says_oth
         small.read_bytes(), large.read_bytes()
         result = run([program(URING_B3SUM), "--verbose", *args, small, large])
         assert result.stdout == b3sum_lines([small, large]), args
-        lines = result.stderr.splitlines(keepends=True)
+        lines = [line for line in result.stderr.splitlines(keepends=True) if str(tmp_path).encode() in line]
         assert len(lines) == 2 and small_how in lines[0] and b"hashing from the page cache" in lines[1], lines
 
 
@@ -289,7 +289,7 @@ def test_a_cold_file_is_read_with_o_direct_unless_buffered_and_dontcache_leaves_
         result = run([program(URING_B3SUM), "--verbose", *args], env=env)
         assert abs(resident_bytes(args[-1]) - resident) < MiB, args
         assert result.returncode == 0 and result.stdout == expected, args
-        assert result.stderr.decode().endswith(how + "\n"), (args, result.stderr)
+        assert result.stderr.decode().splitlines()[0].endswith(how), (args, result.stderr)   # the file's line
     both = run([program(URING_B3SUM), "--direct", "--buffered", path])
     assert both.returncode == 2 and b"--direct and --buffered contradict each other" in both.stderr
 
