@@ -265,9 +265,11 @@ def compare(baseline: RunData, current: RunData, settings: Settings) -> Report:
     last = (REFERENCE, ONLY_CURRENT, ONLY_BASELINE)  # judged commands first, in the run's order
     report.comparisons.sort(key=lambda c: last.index(c.verdict) + 1 if c.verdict in last else 0)
     judged = {c.label for c in report.comparisons if c.verdict not in last}
+    like = {c.label for c in report.comparisons if c.verdict not in (*last, NOT_COMPARABLE)}
     if _paired(baseline, current) and len([c for c in report.comparisons if "paired" in c.estimates]) > 1:
         report.comparisons.insert(0, compare_pooled(report.comparisons, baseline, current, settings))
-    report.counters = ctr.compare({k: v for k, v in baseline.counters.items() if k in judged},
+    # counters say what a command did to its file: between different workloads they differ by design
+    report.counters = ctr.compare({k: v for k, v in baseline.counters.items() if k in like},
                                   current.counters)
     return report
 

@@ -121,6 +121,19 @@ def test_fingerprint_mismatch_needs_a_reference(tmp_path: Path) -> None:
     assert "n/a" in check_report.format_table(report)
 
 
+def test_counters_of_different_workloads_are_not_compared(tmp_path: Path) -> None:
+    """A 1 GiB run and an 8 MiB one: timing is "not comparable", and so are the counters: 2048 reads
+    against 16 is the file, not an improvement (issue 28)."""
+    big = [record(r.label, r.tool, r.round, r.wall_s * 128, file_size=MIB8 * 128) for r in rounds(STEADY, CAT)]
+    base, cur = check_load.load_run(write_run(tmp_path / "b", big)), check_load.load_run(write_run(tmp_path / "c", rounds(STEADY, CAT)))
+    base.counters, cur.counters = {HASHER: {"reads": 2048.0}}, {HASHER: {"reads": 16.0}}
+    report = check.compare(base, cur, check.Settings())
+    assert verdicts(report)[HASHER] == check.NOT_COMPARABLE and report.counters == []
+    like = check_load.load_run(tmp_path / "c")
+    like.counters = base.counters
+    assert [c.verdict for c in check.compare(like, cur, check.Settings()).counters] == [check.IMPROVEMENT]
+
+
 def test_too_few_runs_is_exit_2(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     short = write_run(tmp_path / "c", rounds(STEADY[:2], CAT[:2]))
