@@ -233,6 +233,7 @@ int ring_setup(struct ring *r, const struct options *opts, const struct variant 
 	if (v->falls_back && (ret == -ENOSYS || ret == -EPERM)) {
 		r->fallback_reason = ret;
 		r->nr_cells = 1;
+		r->hashing = r->knobs.parallel_hash ? HASH_PARALLEL : HASH_SERIAL;	/* one cell: no next block */
 		r->knobs.fixed_buffers = r->knobs.fixed_file = r->knobs.iopoll = false;
 		return 0;
 	}
@@ -644,7 +645,8 @@ void ring_drain(struct ring *r)
 
 /*
  * One core can hash slower than a fast disk reads (BLAKE3 with AVX2 on a Zen 3
- * core: about 2.4 GB/s from memory, against 3 GB/s from a virtio disk). Once
+ * core: about 2.2 GB/s from the buffers a cold read filled, against 2.4-3.0 GB/s
+ * from a virtio disk, docs/cold-path.md). Once
  * the block after this one is read already, the reads are ahead, and the rest
  * of this block is hashed on every core; while they are behind, one core
  * keeps up and the others are left to them. The next block is looked for
@@ -686,7 +688,8 @@ static void hash_block(struct ring *r, struct cell *c)
  */
 void ring_say_hashing(const struct ring *r, const struct variant *v)
 {
-	if (!v->hashes_when_behind || r->knobs.parallel_hash || r->knobs.serial_hash || !r->bytes_hashed)
+	if (!v->hashes_when_behind || !r->have_uring || r->knobs.parallel_hash || r->knobs.serial_hash ||
+	    !r->bytes_hashed)
 		return;
 	if (r->hashing == HASH_WHEN_BEHIND)
 		fprintf(stderr, "%s: %.0f%% of the %.1f MiB read through the ring hashed on %u cores (the next block "

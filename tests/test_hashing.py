@@ -30,10 +30,12 @@ def cached(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def hash_with(argv: list[str], report: Path, faults: str = "", cpus: set[int] | None = None) -> list[dict]:
-    """Runs a hasher with --effective REPORT, checks its hash against b3sum's, returns the report."""
+def hash_with(argv: list[str], report: Path, faults: str = "", cpus: set[int] | None = None,
+              wrapper: tuple[str, ...] = ()) -> list[dict]:
+    """Runs a hasher (under a wrapper) with --effective REPORT, checks its hash against b3sum's,
+    returns the report."""
     env = {**os.environ, "RINGSUM_FAULTS": faults} if faults else None
-    r = subprocess.run([argv[0], "--effective", str(report), *argv[1:]], capture_output=True, text=True,
+    r = subprocess.run([*wrapper, argv[0], "--effective", str(report), *argv[1:]], capture_output=True, text=True,
                        timeout=120, env=env, preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
     assert r.returncode == 0, r.stderr
     files = [a for a in argv[1:] if not a.startswith("-") and Path(a).exists()]
@@ -75,6 +77,20 @@ def test_the_knobs_and_the_cores_decide(cached: Path, tmp_path: Path, options: l
                        "hashlag:5", cpus)
     assert line["hashing"] == hashing and line["parallel_bytes"] == share * line["ring_bytes"] == share * 6 * MiB
     assert (line["hash_threads"] == 1) == (hashing == "serial")
+
+
+def test_without_io_uring_the_pread_loop_hashes_as_asked(cached: Path, tmp_path: Path) -> None:
+    """One cell, no next block to see: serial unless --parallel-hash; --verbose claims nothing of a ring."""
+    wrapper = (str(REPO / "build" / "tests" / "without_io_uring"), "ENOSYS")
+    [line] = hash_with([str(BIN_DIR / "uring_b3sum"), "--path", "ring", str(cached)], tmp_path / "e.jsonl",
+                       wrapper=wrapper)
+    assert (line["path"], line["hashing"], line["parallel_bytes"]) == ("pread", "serial", 0)
+    [line] = hash_with([str(BIN_DIR / "uring_b3sum"), "--path", "ring", "--parallel-hash", str(cached)],
+                       tmp_path / "p.jsonl", wrapper=wrapper)
+    assert (line["path"], line["hashing"]) == ("pread", "parallel")
+    verbose = subprocess.run([*wrapper, str(BIN_DIR / "uring_b3sum"), "--path", "ring", "-v", str(cached)],
+                             capture_output=True, text=True, timeout=60, check=True)
+    assert "read through the ring" not in verbose.stderr and "reading with pread()" in verbose.stderr
 
 
 def test_the_article_programs_hash_on_one_core(cached: Path, tmp_path: Path) -> None:
