@@ -21,9 +21,9 @@ The verdict rests on the first of paired, cat, fio, raw that the command has. Me
 taken before dividing: one execution's spike (common on a shared VM) then moves neither.
 
 Decision: the paired figure's interval, or a percentile bootstrap (seeded; rounds resampled
-with their reference) of figure(current) / figure(baseline); a regression
-only when the whole interval lies above 1 + threshold, an improvement only when it lies below
-1 - threshold, otherwise "no change".
+with their reference) of figure(current) / figure(baseline); a regression only when the whole
+interval lies above 1 + threshold, an improvement only when it lies below 1 - threshold,
+inconclusive when it reaches past both, otherwise "no change".
 
 Behaviour counters (harness/counters.py: reads, in-flight, io_uring_enter calls, read bytes,
 context switches, page faults, peak RSS, residency) of each hasher's probes, compared median to
@@ -60,6 +60,7 @@ DEFAULT_INSTRUCTION_TOLERANCE = 0.01
 
 # verdicts
 REGRESSION, IMPROVEMENT, NO_CHANGE, FAILED = "regression", "improvement", "no change", "failed"
+INCONCLUSIVE = "inconclusive"  # the interval holds a change of the threshold's size either way: not a pass
 TOO_FEW, NOT_COMPARABLE, REFERENCE = "too few runs", "not comparable", "reference"
 ONLY_BASELINE, ONLY_CURRENT = "only in baseline", "only in current"
 BAD = (REGRESSION, FAILED)
@@ -131,7 +132,8 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """0 no regression; 1 a regression or a failed command; 2 something could not be compared,
+        """0 no regression shown (inconclusive commands are listed, not failed); 1 a regression or a
+        failed command; 2 something could not be compared,
         or no hasher was judged (baselines alone say nothing about the hashers)."""
         verdicts = [c.verdict for c in [*self.comparisons, *self.instructions, *self.counters]]
         if any(v in BAD for v in verdicts):
@@ -176,10 +178,14 @@ def paired_ratio(baseline: Sample, current: Sample, confidence: float) -> tuple[
 
 
 def decide(low: float, high: float, threshold: float) -> str:
+    """"no change" only when the interval rules out a change beyond the threshold on one side at
+    least; an interval that reaches past both (a 3-round run: [-90%, +909%]) cannot tell."""
     if low > 1 + threshold:
         return REGRESSION
     if high < 1 - threshold:
         return IMPROVEMENT
+    if low < 1 - threshold and high > 1 + threshold:
+        return INCONCLUSIVE
     return NO_CHANGE
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from harness.check import (BAD, FAILED, FIGURES, IMPROVEMENT, NO_CHANGE, NOT_COMPARABLE, ONLY_BASELINE, ONLY_CURRENT,
+from harness.check import (BAD, FAILED, FIGURES, IMPROVEMENT, INCONCLUSIVE, NO_CHANGE, NOT_COMPARABLE, ONLY_BASELINE, ONLY_CURRENT,
                            REGRESSION, TOO_FEW, UNDECIDED, Comparison, Estimate, Report)
 
 
@@ -48,7 +48,8 @@ HEADERS = {"paired": "paired", "cat": "÷cat", "fio": "÷fio", "raw": "raw"}
 
 
 def _summary_line(report: Report) -> str:
-    parts = [f"{report.count(v)} {v}" for v in (REGRESSION, FAILED, IMPROVEMENT, NO_CHANGE, TOO_FEW, NOT_COMPARABLE)
+    parts = [f"{report.count(v)} {v}" for v in (REGRESSION, FAILED, IMPROVEMENT, INCONCLUSIVE, NO_CHANGE, TOO_FEW,
+                                                NOT_COMPARABLE)
              if report.count(v)]
     return ", ".join(parts) or "nothing compared"
 

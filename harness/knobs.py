@@ -153,6 +153,12 @@ def flags_on_by_default(table: KnobTable, variant: str) -> tuple[Knob, ...]:
     return tuple(k for k in table.flags if dict(k.variant_defaults).get(variant) is True)
 
 
+def switched_on(table: KnobTable, variant: str, values: dict[str, Any]) -> tuple[str, ...]:
+    """The flags on in `values` beyond the variant's own: what a command asks for (its label's words)."""
+    own = {k.name for k in flags_on_by_default(table, variant)}
+    return tuple(k.name for k in table.flags if values.get(k.name) and k.name not in own)
+
+
 def hasher_knobs(table: KnobTable) -> dict[str, tuple[values.Parser, tuple[Any, ...]]]:
     """A hasher group's config knobs: each of the table's, parsed by its type (a number whose least
     is 0 may be 0), the article's default."""

@@ -16,7 +16,7 @@ from harness.conditions import Condition, simd_b3sum, simd_bin_dir
 from harness.config_schema import DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
 from harness.dataset import LIST_PLACEHOLDER, Dataset
 from harness.values import Buffers
-from harness.knobs import Knob, flags_on_by_default, load_knobs
+from harness.knobs import Knob, load_knobs, switched_on
 from harness.tools import COMMAND, FIO_FILE, FIO_JSON, READER, TOOLS, find_tool  # noqa: F401 (re-export)
 from harness.units import format_size
 from harness.variants import variant as registered_variant
@@ -148,18 +148,18 @@ def _hasher_command(config: Config, group: Group, knobs: dict[str, Any], common:
     that the variant has off by default.
     A tree is walked by the hasher itself (--recursive)."""
     table = load_knobs()
-    on_unasked = flags_on_by_default(table, group.variant)
     prog = str(hasher_binary(config, group))
     file = common["file"]
     walk = ["--recursive"] if tree else []
     values = {name: v.resolve(knobs["queue_depth"]) if isinstance(v, Buffers) else v for name, v in knobs.items()}
     opts: list[str] = []
     words: list[str] = []
+    asked = switched_on(table, group.variant, values)
     for k in table:
         value = values[k.name]
         if k.is_flag:
             opts += [k.option] * value
-            words += [k.label] * (value and k not in on_unasked)
+            words += [k.label] * (k.name in asked)
         else:
             opts += [k.option, knob_word(k, value)]
             if k.positional or value != k.default:

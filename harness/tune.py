@@ -42,7 +42,7 @@ from typing import Any, Callable
 from harness import emulation, progress, verdict
 from harness import results as res
 from harness.config import parse_config
-from harness.knobs import load_knobs
+from harness.knobs import load_knobs, switched_on
 from harness.plan import Command, build_plan
 from harness.rundir import stamped_dir
 from harness.tune_output import compare_full_grid, summary, write_outputs
@@ -193,8 +193,8 @@ def pick(space: Space, r: StageResult, finalists: list[tuple[str, float]]) -> tu
 
     def rule(label: str) -> tuple[int, int, float]:
         c = space.by_label[label]
-        switched_on = sum(bool(c.knob_values()[k.name]) for k in load_knobs().flags)
-        return (c.block_size or 0) * (c.buffers or 0), switched_on, medians[label]
+        options = len(switched_on(load_knobs(), c.variant, c.knob_values()))
+        return (c.block_size or 0) * (c.buffers or 0), options, medians[label]
 
     winner = min(tied, key=rule)
     return winner, medians[winner], tied if len(tied) > 1 else []

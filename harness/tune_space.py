@@ -21,7 +21,7 @@ from harness.conditions import Condition, ConditionGrid
 from harness.config import load_config, parse_config
 from harness.config_schema import Config
 from harness.variants import REPO_ROOT
-from harness.knobs import load_knobs
+from harness.knobs import load_knobs, switched_on
 from harness.dataset import Dataset
 from harness.plan import Command, build_plan, estimate, knob_word
 from harness.progress import log
@@ -61,9 +61,12 @@ class Key:
 
 
 def key_of(c: Command) -> Key:
+    """A flag the variant has on unasked is no step away: the same point for every variant."""
     assert c.block_size and c.queue_depth and c.buffers
+    asked = switched_on(load_knobs(), c.variant, c.knobs)
     return Key(c.variant, c.block_size, c.queue_depth, Fraction(c.buffers, c.queue_depth), bool(c.direct),
-               tuple(name if value is True else f"{name}={value}" for name, value in c.knobs.items() if value))
+               tuple(name if value is True else f"{name}={value}" for name, value in c.knobs.items()
+                     if value and (value is not True or name in asked)))
 
 
 def _spread(ladder: list[Any]) -> list[Any]:

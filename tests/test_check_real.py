@@ -1,4 +1,4 @@
-"""`ringsum check` with the real hashers and real runs: a run against itself is "no change"; a
+"""`ringsum check` with the real hashers and real runs: a run against itself is never a change; a
 deliberately slowed hasher (O_DIRECT, 4 KiB blocks, queue depth 1, IOSQE_IO_DRAIN) under the
 baseline's label is a regression (exit 1); the other way round an improvement (exit 0).
 
@@ -86,12 +86,15 @@ def table_row(stdout: str, label: str) -> str:
     return next(ln for ln in stdout.splitlines() if ln.startswith(label + " "))
 
 
-def test_run_against_itself_is_no_change(runs: dict[str, Path]) -> None:
+def test_run_against_itself_is_never_a_change(runs: dict[str, Path]) -> None:
+    """5 cold rounds of a 16 MiB file may leave an interval too wide to tell (inconclusive), but a
+    run never reads as slower or faster than itself."""
     r = ringsum("check", "--baseline", str(runs["normal"]), "--current", str(runs["normal"]))
     print(r.stdout)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "no change" in table_row(r.stdout, LABEL)
-    assert "result: 1 no change -> exit 0" in r.stdout
+    verdict = "inconclusive" if "inconclusive" in table_row(r.stdout, LABEL) else "no change"
+    assert verdict in table_row(r.stdout, LABEL)
+    assert f"result: 1 {verdict} -> exit 0" in r.stdout
 
 
 def test_slowed_hasher_is_a_regression(runs: dict[str, Path]) -> None:

@@ -75,6 +75,20 @@ def test_decide_needs_the_whole_interval_beyond_the_threshold() -> None:
     assert check.decide(1.04, 1.2, 0.05) == check.NO_CHANGE
     assert check.decide(0.8, 0.94, 0.05) == check.IMPROVEMENT
     assert check.decide(0.8, 0.96, 0.05) == check.NO_CHANGE
+    # reaching past both thresholds it can tell nothing: a 3-round run against itself (issue 28)
+    assert check.decide(0.1, 10.09, 0.03) == check.INCONCLUSIVE
+    assert check.decide(0.96, 1.04, 0.03) == check.INCONCLUSIVE
+    assert check.decide(0.98, 1.02, 0.03) == check.NO_CHANGE
+
+
+def test_a_noisy_run_is_inconclusive_not_no_change(tmp_path: Path) -> None:
+    """Rounds spread from half to twice the baseline: the interval holds both a 5% slowdown and a 5%
+    speed-up, so the verdict says it cannot tell (and the exit stays 0: nothing was shown slower)."""
+    base = write_run(tmp_path / "b", rounds(STEADY, CAT))
+    noisy = write_run(tmp_path / "n", rounds([0.005, 0.02, 0.0075, 0.015, 0.01], CAT))
+    report = check.compare(check_load.load_run(base), check_load.load_run(noisy), check.Settings())
+    assert verdicts(report)[HASHER] == check.INCONCLUSIVE and report.exit_code == 0
+    assert "1 inconclusive" in check_report.format_table(report)
 
 
 def test_parse_fraction() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -198,16 +199,30 @@ def test_blake3_without_avx512_hashes_slower(tmp_path: Path) -> None:
     assert statistics.median(ratios) >= 1.08, ratios
 
 
+WHERE_READ = """
+[[commands]]
+name = "where"   # reads the file as cat does, first noting the device under it and what backs that
+argv = ["sh", "-c", "dev=$(findmnt -n -o SOURCE --target \\"$1\\"); back=$(losetup -n -O BACK-FILE \\"$dev\\" 2>/dev/null); echo \\"$1 $dev $(stat -f -c %T \\"$(dirname \\"$back\\")\\" 2>/dev/null)\\" >> @LOG@; cat \\"$1\\" > /dev/null", "sh", "{file}"]
+reads_only = true
+"""
+
+
 @needs_root
-def test_ram_device_reads_faster_than_the_disk(tmp_path: Path) -> None:
-    runs = timed_run(tmp_path, "[run]\nrounds = 5\n[conditions]\ndevice = ['disk', 'ram']\n"
-                               "[baselines]\nlimit = false\ncat = true\n", 256 * MiB)
+def test_ram_device_is_a_loop_device_over_tmpfs(tmp_path: Path) -> None:
+    """The ram condition reads its copy from a block device (a loop device) over a tmpfs file, dropped
+    from the cache like the disk. How much faster that is depends on the disk: a benchmark's question
+    (docs/conditions.md), not a test's."""
+    log = tmp_path / "where.log"
+    runs = timed_run(tmp_path, "[run]\nrounds = 2\n[conditions]\ndevice = ['disk', 'ram']\n"
+                               "[baselines]\nlimit = false\n" + WHERE_READ.replace("@LOG@", str(log)), 16 * MiB)
     assert all(float(x["resident_before"]) <= 0.01 for x in runs)  # dropped from the cache like the disk
     ram = [x for x in runs if x["device"] == "ram"]
-    assert ram and all(x["file"].endswith("/ram/0/f.bin") for x in ram)
-    wall = {(x["device"], x["round"]): float(x["wall_s"]) for x in runs}
-    ratios = [wall["ram", rnd] / wall["disk", rnd] for (dev, rnd) in wall if dev == "disk"]
-    assert statistics.median(ratios) < 1.0, ratios
+    assert len(ram) == 2 and all(x["file"].endswith("/ram/0/f.bin") for x in ram)
+    seen = {tuple(line.split(" ", 2)) for line in log.read_text().splitlines()}
+    on_ram = {(dev, fs) for path, dev, fs in seen if path.endswith("/ram/0/f.bin")}
+    assert len(on_ram) == 1 and re.fullmatch(r"/dev/loop\d+", next(iter(on_ram))[0]) and next(iter(on_ram))[1] == "tmpfs", seen
+    on_disk = {dev for path, dev, _ in seen if path == str(tmp_path / "f.bin")}
+    assert on_disk and not any(d.startswith("/dev/loop") for d in on_disk), seen
 
 
 # --- nothing left behind ---
