@@ -270,7 +270,6 @@ def compare(baseline: RunData, current: RunData, settings: Settings) -> Report:
         report.notes.append("no hasher command is common to both runs: nothing to judge (exit 2)")
     last = (REFERENCE, ONLY_CURRENT, ONLY_BASELINE)  # judged commands first, in the run's order
     report.comparisons.sort(key=lambda c: last.index(c.verdict) + 1 if c.verdict in last else 0)
-    judged = {c.label for c in report.comparisons if c.verdict not in last}
     like = {c.label for c in report.comparisons if c.verdict not in (*last, NOT_COMPARABLE)}
     if _paired(baseline, current) and len([c for c in report.comparisons if "paired" in c.estimates]) > 1:
         report.comparisons.insert(0, compare_pooled(report.comparisons, baseline, current, settings))

@@ -1,8 +1,8 @@
 """What a hasher really did: `--effective FILE` makes it write a JSON line per file (the path it
 took, block size, depth, buffers, O_DIRECT, huge pages, how its blocks were hashed), and runs.csv
-records them beside the knobs asked for, so that a row never describes a configuration that did not run. A hasher built before
-the option (an older build under `--against`, a wrapper script) is run without it and its effective
-columns stay empty.
+records them beside the knobs asked for, so that a row never describes a configuration that did
+not run. A hasher built before the option (an older build under `--against`, a wrapper script) is
+run without it and its effective columns stay empty.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ def with_effective(argv: list[str], report: Path) -> list[str]:
 def read(report: Path) -> dict[str, Any]:
     """runs.csv's effective_* values from a report: each field's one value over the files, None
     where the files differ (a path, a way of hashing: those taken, joined by +), and the share of the
-    ring's blocks that were hashed on every core (None where no block went through the ring, and for
-    a hasher that does not count them); {} without a report."""
+    bytes hashed from the ring's cells that were hashed on every core (None where none went through
+    the ring, and for a hasher that does not count them); {} without a report."""
     try:
         lines = [json.loads(line) for line in report.read_text().splitlines() if line.strip()]
     except (OSError, ValueError):
