@@ -14,51 +14,17 @@ collect commands, imported where they run): every other import goes analysis -> 
 from __future__ import annotations
 
 import argparse
-import json
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-from harness.conditions import add_condition_args, condition_overrides, plan_lines
-from harness.config import ConfigError, load_config
-from harness.plan import PlanError, build_plan, estimate, estimate_execution_s, format_duration
-from harness import values
+from harness import cli_info
+from harness.cli_args import Parser, add_file_args, posint_arg, size_arg
+from harness.conditions import add_condition_args, condition_overrides
+from harness.config import ConfigError
+from harness.plan import PlanError
 from harness.units import format_size
 from harness.variants import BIN_DIR_HELP
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
-        print(f"ringsum: {message} (see ringsum {self.prog.split()[-1]} --help)"
-              if " " in self.prog else f"ringsum: {message} (see ringsum --help)", file=sys.stderr)
-        sys.exit(2)
-
-
-def _arg(parse: Any) -> Any:
-    """A harness.values parser as an argparse type: its own message, on one line."""
-    def typed(s: str) -> Any:
-        try:
-            return parse(int(s) if s.strip().isdigit() and parse is values.posint else s)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-    return typed
-
-
-_size_arg, _posint_arg = _arg(values.size), _arg(values.posint)
-
-
-def _add_file_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--file", metavar="PATH",
-                   help="test file, read as it is; with --size: generated there if missing "
-                        "(an existing file of another size is an error, never rewritten)")
-    p.add_argument("--size", type=_size_arg, metavar="SIZE",
-                   help="size of the generated random test file (e.g. 1G)")
-    p.add_argument("--dir", metavar="DIR", help="where --size generates its file (default build/data)")
-    p.add_argument("--rounds", type=_posint_arg, metavar="N", help="override run.rounds")
-    p.add_argument("--warm", action="store_true", help="warm page cache instead of the config's mode")
-    p.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
-    add_condition_args(p)
 
 
 # The subcommands whose modules load numpy and pandas: their full parsers are built only when one of
@@ -73,12 +39,12 @@ def make_parser(command: str | None = None) -> argparse.ArgumentParser:
     """`command`: the subcommand about to run, if known; None builds every parser in full."""
     from harness import __version__
 
-    ap = _Parser(prog="ringsum", description="Benchmark io_uring BLAKE3 file hashers.")
+    ap = Parser(prog="ringsum", description="Benchmark io_uring BLAKE3 file hashers.")
     ap.add_argument("--version", action="version", version=f"ringsum {__version__}")
-    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    sub = ap.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     r = sub.add_parser("run", help="expand a config, run it, write a run directory")
     r.add_argument("config", nargs="?", help="config TOML (optional with --resume)")
-    _add_file_args(r)
+    add_file_args(r)
     r.add_argument("--out", default="results", metavar="DIR", help="parent of run directories")
     r.add_argument("--resume", metavar="RUN_DIR", help="finish an interrupted run")
     r.add_argument("--seed", type=int, help="shuffle seed (default: config's or random)")
@@ -88,16 +54,7 @@ def make_parser(command: str | None = None) -> argparse.ArgumentParser:
     r.add_argument("--yes", action="store_true", help="start a plan estimated at over an hour")
     r.add_argument("--report", action="store_true",
                    help="then `ringsum report` the run directory (unless the run exits 2); the run's exit status is kept")
-    p = sub.add_parser("plan", help="print the expanded commands and the estimated duration")
-    p.add_argument("config")
-    _add_file_args(p)
-    p.add_argument("--json", action="store_true", help="print the plan as JSON")
-    k = sub.add_parser("knobs", help="the hashers' knobs as they describe themselves (docs/knobs.md)")
-    k.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
-    k.add_argument("--json", action="store_true", help="as JSON instead of a Markdown table")
-    s = sub.add_parser("sysinfo", help="the machine a figure depends on (--json: its fingerprint, versions)")
-    s.add_argument("--file", metavar="PATH", help="describe the filesystem and device of this file")
-    s.add_argument("--json", action="store_true", help="everything, as JSON (the fingerprint, versions, git)")
+    cli_info.add_parsers(sub)
     from analysis.cli import add_report_parser
     add_report_parser(sub)
     co = sub.add_parser("collect", help="the runs of a fleet: one tidy table and one row per machine")
@@ -143,15 +100,15 @@ def _add_check_parsers(sub: Any) -> None:
     current = c.add_mutually_exclusive_group(required=True)
     current.add_argument("--current", metavar="RUN_DIR", help="compare this finished run")
     current.add_argument("--config", metavar="CONFIG", help="run this config now and compare it")
-    _add_file_args(c)
+    add_file_args(c)
     c.add_argument("--out", default="results", metavar="DIR", help="parent of the --config run's directory")
     c.add_argument("--threshold", type=_fraction_arg, default=check.DEFAULT_THRESHOLD, metavar="PCT",
                    help="smallest change that counts (default 5%%)")
     c.add_argument("--confidence", type=_fraction_arg, default=check.DEFAULT_CONFIDENCE, metavar="PCT",
                    help="confidence of the bootstrap interval (default 95%%)")
-    c.add_argument("--resamples", type=_posint_arg, default=check.RESAMPLES, metavar="N",
+    c.add_argument("--resamples", type=posint_arg, default=check.RESAMPLES, metavar="N",
                    help=f"bootstrap resamples (default {check.RESAMPLES})")
-    c.add_argument("--min-runs", type=_posint_arg, default=check.MIN_RUNS, metavar="N",
+    c.add_argument("--min-runs", type=posint_arg, default=check.MIN_RUNS, metavar="N",
                    help=f"fewest executions of a command on each side (default {check.MIN_RUNS})")
     c.add_argument("--markdown", metavar="FILE", help="write the table as Markdown (CI summary)")
     c.add_argument("--junit", metavar="FILE", help="write JUnit XML, one testcase per command")
@@ -161,7 +118,7 @@ def _add_check_parsers(sub: Any) -> None:
                    default=check.DEFAULT_INSTRUCTION_TOLERANCE, help="default 1%%")
 
     b = sub.add_parser("baseline", help=_HEAVY["baseline"])
-    bsub = b.add_subparsers(dest="baseline_cmd", required=True, parser_class=_Parser)
+    bsub = b.add_subparsers(dest="baseline_cmd", required=True, parser_class=Parser)
     bs = bsub.add_parser("save", help="keep a finished run as a baseline for this machine")
     bs.add_argument("run_dir", metavar="RUN_DIR")
     bs.add_argument("--name", help="baseline name (default: the run directory's name)")
@@ -174,73 +131,9 @@ def _add_check_parsers(sub: Any) -> None:
     i = sub.add_parser("instructions", help=_HEAVY["instructions"])
     i.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
     i.add_argument("--file", metavar="PATH", help="file to hash (default: a random file of --size)")
-    i.add_argument("--size", type=_size_arg, default=instructions.INSTRUCTION_FILE_SIZE, metavar="SIZE",
+    i.add_argument("--size", type=size_arg, default=instructions.INSTRUCTION_FILE_SIZE, metavar="SIZE",
                    help="size of the generated file (default 64M)")
     i.add_argument("--save", metavar="RUN_DIR", help="write RUN_DIR/instructions.json for later checks")
-
-
-def _cmd_plan(a: argparse.Namespace) -> int:
-    from harness.files import describe, resolve_files
-    from harness.probe import HasherRejects, check_hashers
-    from harness.run import LONG_PLAN_S, Options, apply_overrides
-
-    opts = Options(config_path=a.config, rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir,
-                   conditions=condition_overrides(a))
-    config = apply_overrides(load_config(a.config), opts)
-    files = resolve_files(config, a.file, a.size, a.dir)
-    plan = build_plan(config, files)
-    est = estimate(plan, config)
-    missing = sorted({c.argv[0] for c in plan.commands if c.tool == "hasher" and not Path(c.argv[0]).is_file()})
-    if missing:
-        plan.notes.append(f"hasher options not checked: {missing[0]} is not built (make)")
-    else:
-        try:
-            check_hashers(plan, config.run.timeout_s)
-        except HasherRejects as e:
-            raise ConfigError(f"{config.path}: {e}") from None
-    if a.json:
-        print(json.dumps({"commands": [c.to_json() for c in plan.commands],
-                          "files": [f.to_json() for f in files], "estimate_s": est.total_s,
-                          "conditions": [c.to_json() | {"name": c.name} for c in plan.conditions],
-                          "timed_executions": plan.timed_executions,
-                          "traced_executions": plan.traced_executions}, indent=2))
-        return 0
-    print(f"config: {config.path}")
-    print(f"cache: {plan.cache}   rounds: {plan.rounds} x {plan.runs_per_round}   "
-          f"timeout: {config.run.timeout_s:g} s per execution")
-    for f in files:
-        print(f"{f.kind}: {f.path} ({f.describe() if f.is_tree else format_size(f.size)}, {describe(f)})")
-    print()
-    group = None
-    for i, c in enumerate(plan.commands, 1):
-        if c.group != group:
-            group = c.group
-            print(f"[{group}]")
-        per = estimate_execution_s(c, plan.cache, config)
-        print(f"{i:>4}. {c.label}   (~{per:.2f} s{', +1 traced run' if c.trace_argv else ''})")
-        print(f"      {shlex.join(c.argv)}")
-    for line in plan_lines(plan.conditions):
-        print(line)
-    for n in plan.notes:
-        print(f"note: {n}")
-    print()
-    print(f"{len(plan.commands)} commands x {plan.rounds} rounds x {plan.runs_per_round} = "
-          f"{plan.timed_executions} timed executions + {plan.traced_executions} traced runs")
-    print(f"estimated duration: {format_duration(est.total_s)}  (timed {format_duration(est.timed_s)}, "
-          f"traced {format_duration(est.traced_s)}, setup {format_duration(est.setup_s)}; "
-          f"nominal read {config.run.nominal.read_Bps / 1e9:.1f} GB/s, "
-          f"{config.run.nominal.overhead_s:g} s overhead per execution)")
-    if est.total_s > LONG_PLAN_S:
-        print("over an hour: `ringsum run` starts it only with --yes")
-    return 0
-
-
-def _cmd_sysinfo(a: argparse.Namespace) -> int:
-    from harness.sysinfo import human, sysinfo
-
-    info = sysinfo(a.file)
-    print(json.dumps(info, indent=2) if a.json else human(info), end="\n" if a.json else "")
-    return 0
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
@@ -357,7 +250,7 @@ def _add_tune_parser(sub: Any) -> None:
     t.add_argument("--space", default=str(DEFAULT_SPACE), metavar="CONFIG",
                    help="config whose hasher commands are the space (default configs/tune.toml)")
     t.add_argument("--file", metavar="PATH", help="test file (default: the space's run.file / run.file_size)")
-    t.add_argument("--size", type=_size_arg, metavar="SIZE", help="size of the generated random test file")
+    t.add_argument("--size", type=size_arg, metavar="SIZE", help="size of the generated random test file")
     t.add_argument("--dir", metavar="DIR", help="where --size generates its file (default build/data)")
     t.add_argument("--warm", action="store_true", help="warm page cache instead of the space's mode")
     t.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
@@ -385,19 +278,6 @@ def _cmd_tune(a: argparse.Namespace) -> int:
         return 2
 
 
-def _cmd_knobs(a: argparse.Namespace) -> int:
-    import dataclasses
-
-    from harness.knobs import load_knobs, markdown_table
-
-    table = load_knobs(a.bin_dir)
-    if a.json:
-        print(json.dumps([dataclasses.asdict(k) for k in table], indent=2))
-    else:
-        print(markdown_table(table), end="")
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:  # the commands (usage, exit 2), rather than an error about the missing one
@@ -416,12 +296,8 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_tune(a)
         if a.cmd in _CHECK_COMMANDS:
             return _CHECK_COMMANDS[a.cmd](a)
-        if a.cmd == "plan":
-            return _cmd_plan(a)
-        if a.cmd == "sysinfo":
-            return _cmd_sysinfo(a)
-        if a.cmd == "knobs":
-            return _cmd_knobs(a)
+        if a.cmd in cli_info.COMMANDS:
+            return cli_info.COMMANDS[a.cmd](a)
         if a.cmd == "collect":
             from analysis.fleet import run_collect
             return run_collect(a.dirs, a.out)

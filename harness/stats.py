@@ -32,6 +32,11 @@ import numpy as np
 
 CONFIDENCE = 0.95
 
+# The one way every output (text, Markdown, JSON, charts, report.html) states a comparison.
+RATIO_CONVENTION = ("every ratio is a time ratio, this command's time / the reference's time, paired "
+                    "per round and given as the median over rounds [95% interval]: below 1 is faster "
+                    "(0.80: 20% less time), an interval holding 1 is a tie; ringsum prints no speed-ups")
+
 
 @dataclass(frozen=True)
 class Estimate:

@@ -1,0 +1,110 @@
+"""The `ringsum` subcommands that describe and run nothing: plan (what a config would run, and for
+how long), knobs (the hashers' options as they describe themselves) and sysinfo (the machine)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+from harness.cli_args import add_file_args
+from harness.conditions import condition_overrides, plan_lines
+from harness.config import ConfigError, load_config
+from harness.plan import build_plan, estimate, estimate_execution_s, format_duration
+from harness.units import format_size
+from harness.variants import BIN_DIR_HELP
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("plan", help="print the expanded commands and the estimated duration")
+    p.add_argument("config")
+    add_file_args(p)
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    k = sub.add_parser("knobs", help="the hashers' knobs as they describe themselves (docs/knobs.md)")
+    k.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
+    k.add_argument("--json", action="store_true", help="as JSON instead of a Markdown table")
+    s = sub.add_parser("sysinfo", help="the machine a figure depends on (--json: its fingerprint, versions)")
+    s.add_argument("--file", metavar="PATH", help="describe the filesystem and device of this file")
+    s.add_argument("--json", action="store_true", help="everything, as JSON (the fingerprint, versions, git)")
+
+
+def cmd_plan(a: argparse.Namespace) -> int:
+    from harness.files import describe, resolve_files
+    from harness.probe import HasherRejects, check_hashers
+    from harness.run import LONG_PLAN_S, Options, apply_overrides
+
+    opts = Options(config_path=a.config, rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir,
+                   conditions=condition_overrides(a))
+    config = apply_overrides(load_config(a.config), opts)
+    files = resolve_files(config, a.file, a.size, a.dir)
+    plan = build_plan(config, files)
+    est = estimate(plan, config)
+    missing = sorted({c.argv[0] for c in plan.commands if c.tool == "hasher" and not Path(c.argv[0]).is_file()})
+    if missing:
+        plan.notes.append(f"hasher options not checked: {missing[0]} is not built (make)")
+    else:
+        try:
+            check_hashers(plan, config.run.timeout_s)
+        except HasherRejects as e:
+            raise ConfigError(f"{config.path}: {e}") from None
+    if a.json:
+        print(json.dumps({"commands": [c.to_json() for c in plan.commands],
+                          "files": [f.to_json() for f in files], "estimate_s": est.total_s,
+                          "conditions": [c.to_json() | {"name": c.name} for c in plan.conditions],
+                          "timed_executions": plan.timed_executions,
+                          "traced_executions": plan.traced_executions}, indent=2))
+        return 0
+    print(f"config: {config.path}")
+    print(f"cache: {plan.cache}   rounds: {plan.rounds} x {plan.runs_per_round}   "
+          f"timeout: {config.run.timeout_s:g} s per execution")
+    for f in files:
+        print(f"{f.kind}: {f.path} ({f.describe() if f.is_tree else format_size(f.size)}, {describe(f)})")
+    print()
+    group = None
+    for i, c in enumerate(plan.commands, 1):
+        if c.group != group:
+            group = c.group
+            print(f"[{group}]")
+        per = estimate_execution_s(c, plan.cache, config)
+        print(f"{i:>4}. {c.label}   (~{per:.2f} s{', +1 traced run' if c.trace_argv else ''})")
+        print(f"      {shlex.join(c.argv)}")
+    for line in plan_lines(plan.conditions):
+        print(line)
+    for n in plan.notes:
+        print(f"note: {n}")
+    print()
+    print(f"{len(plan.commands)} commands x {plan.rounds} rounds x {plan.runs_per_round} = "
+          f"{plan.timed_executions} timed executions + {plan.traced_executions} traced runs")
+    print(f"estimated duration: {format_duration(est.total_s)}  (timed {format_duration(est.timed_s)}, "
+          f"traced {format_duration(est.traced_s)}, setup {format_duration(est.setup_s)}; "
+          f"nominal read {config.run.nominal.read_Bps / 1e9:.1f} GB/s, "
+          f"{config.run.nominal.overhead_s:g} s overhead per execution)")
+    if est.total_s > LONG_PLAN_S:
+        print("over an hour: `ringsum run` starts it only with --yes")
+    return 0
+
+
+def cmd_sysinfo(a: argparse.Namespace) -> int:
+    from harness.sysinfo import human, sysinfo
+
+    info = sysinfo(a.file)
+    print(json.dumps(info, indent=2) if a.json else human(info), end="\n" if a.json else "")
+    return 0
+
+
+def cmd_knobs(a: argparse.Namespace) -> int:
+    import dataclasses
+
+    from harness.knobs import load_knobs, markdown_table
+
+    table = load_knobs(a.bin_dir)
+    if a.json:
+        print(json.dumps([dataclasses.asdict(k) for k in table], indent=2))
+    else:
+        print(markdown_table(table), end="")
+    return 0
+
+
+COMMANDS = {"plan": cmd_plan, "sysinfo": cmd_sysinfo, "knobs": cmd_knobs}
