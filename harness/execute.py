@@ -66,6 +66,8 @@ class RunState:
     warnings: list[str] = field(default_factory=list)
     count_syscalls: bool = False  # perf can count io_uring_enter here
     confine: Callable[[Condition], Confinement] = lambda _cond: Confinement()  # harness/emulation.py
+    sequential: Any = None  # harness.sequential.Sequential of a run --until-decided
+    added_since: float | None = None  # time.monotonic() when this process last added rounds
 
 
 def describe(rec: res.RunRecord) -> str:

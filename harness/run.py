@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from typing import Any, TextIO
 
 from harness import cache as cachemod
 from harness import results as res
-from harness import counters, emulation, signals, system
+from harness import counters, emulation, sequential, signals, system
 from harness import state as statemod
 from harness.config import ConfigError, load_config
 from harness.config_schema import Config, with_baseline_build
@@ -67,6 +68,9 @@ class Options:
     against: str | None = None  # a baseline build's bin dir: its hashers run beside these (A/B)
     yes: bool = False  # start a plan estimated over LONG_PLAN_S
     conditions: dict[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)  # --cores all,1 ...
+    until_decided: bool = False  # add rounds to the contenders until a winner is named (harness/sequential.py)
+    budget_s: float | None = None  # with until_decided: time for the added rounds
+    max_rounds: int | None = None  # with until_decided: rounds at most
 
 
 LONG_PLAN_S = 3600.0
@@ -142,6 +146,12 @@ def validate_new_run(opts: Options) -> Validated:
         check_hashers(plan, config.run.timeout_s)
     except HasherRejects as e:
         raise ConfigError(f"{config.path}: {e}") from None
+    if opts.until_decided:
+        try:
+            sequential.check_plan(plan)
+            sequential.Sequential.for_run(plan.rounds, opts.budget_s, opts.max_rounds)
+        except sequential.SequentialError as e:
+            raise ConfigError(f"{config.path}: {e}") from None
     est = estimate(plan, config).total_s
     if est > LONG_PLAN_S and not opts.yes:
         raise SetupError(f"{config.path}: the plan is estimated at {format_duration(est)} "
@@ -195,6 +205,10 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, endi
         if state is None:  # finished by another resume while this one waited for the lock
             _say_finished(Path(opts.resume or ""))
             return Outcome(0, Path(opts.resume or ""))
+        if validated and opts.until_decided:
+            sequential.record(state.run_dir, sequential.Sequential.for_run(state.plan.rounds, opts.budget_s,
+                                                                          opts.max_rounds))
+        state.sequential = sequential.recorded(res.read_json(state.run_dir / res.META_JSON))
         with _fio_inputs(state):
             return Outcome(_measure(state, stream, ending), state.run_dir)
 
@@ -216,7 +230,6 @@ def _fio_inputs(state: RunState) -> Iterator[None]:
 
 def _measure(state: RunState, stream: TextIO, ending: EndingSignals) -> int:
     run_dir, plan = state.run_dir, state.plan
-    by_label = {c.label: c for c in plan.commands}
     runs_csv = run_dir / res.RUNS_CSV
     trace_index = run_dir / res.TRACE_INDEX_CSV
 
@@ -255,23 +268,9 @@ def _measure(state: RunState, stream: TextIO, ending: EndingSignals) -> int:
                 check_space(run_dir)  # filled meanwhile: the trace may be cut short, trace it again on resume
                 append_csv_row(trace_index, res.TRACE_INDEX_COLUMNS, row)
             with res.RunsWriter(runs_csv, _knob_columns(state.plan)) as writer:
-                for rnd, pos in todo:
-                    cmd = by_label[state.orders[rnd - 1][pos]]
-                    ending.check()
-                    check_space(run_dir)
-                    rec = execute(state, cmd, rnd, pos)
-                    check_space(run_dir)  # filled meanwhile: its raw files may be cut short, run it again on resume
-                    writer.append(rec)
-                    if rec.hash_ok is False:
-                        state.mismatches.append(f"{rec.label} (round {rnd})")
-                        progress.note(f"!!! HASH MISMATCH: {rec.label} (round {rnd}): {rec.error}")
-                    if rec.exit_code != 0:
-                        state.failures.append(f"{rec.label} (round {rnd}): {rec.error}")
-                    elif rec.error:
-                        state.warnings.append(f"{rec.label} (round {rnd}): {rec.error}")
-                        if "resident" in rec.error:
-                            progress.note(f"WARNING: {rec.label} (round {rnd}): {rec.error}")
-                    progress.finished(describe(rec))
+                _run_rounds(state, todo, writer, progress, ending)
+                while state.sequential and (more := _more_rounds(state, progress)):
+                    _run_rounds(state, more, writer, progress, ending)
         except KeyboardInterrupt as e:
             progress.close()
             log(f"\ninterrupted ({signals.name(e)}); finish with: ringsum run --resume {run_dir}")
@@ -283,3 +282,58 @@ def _measure(state: RunState, stream: TextIO, ending: EndingSignals) -> int:
             return stopped(state, f"no space left on device ({e})" if isinstance(e, OSError) else str(e))
         progress.close()
         return finish(state)
+
+
+def _run_rounds(state: RunState, todo: list[tuple[int, int]], writer: res.RunsWriter, progress: Progress,
+                ending: EndingSignals) -> None:
+    by_label = {c.label: c for c in state.plan.commands}
+    run_dir = state.run_dir
+    for rnd, pos in todo:
+        cmd = by_label[state.orders[rnd - 1][pos]]
+        ending.check()
+        check_space(run_dir)
+        rec = execute(state, cmd, rnd, pos)
+        check_space(run_dir)  # filled meanwhile: its raw files may be cut short, run it again on resume
+        writer.append(rec)
+        if rec.hash_ok is False:
+            state.mismatches.append(f"{rec.label} (round {rnd})")
+            progress.note(f"!!! HASH MISMATCH: {rec.label} (round {rnd}): {rec.error}")
+        if rec.exit_code != 0:
+            state.failures.append(f"{rec.label} (round {rnd}): {rec.error}")
+        elif rec.error:
+            state.warnings.append(f"{rec.label} (round {rnd}): {rec.error}")
+            if "resident" in rec.error:
+                progress.note(f"WARNING: {rec.label} (round {rnd}): {rec.error}")
+        progress.finished(describe(rec))
+
+
+def _more_rounds(state: RunState, progress: Progress) -> list[tuple[int, int]]:
+    """--until-decided: the (round, position)s of the next rounds to run, none once decided or out of budget."""
+    seq, run_dir = state.sequential, state.run_dir
+    argv = {c.label: list(c.argv) for c in state.plan.commands}
+    runs = res.read_runs(run_dir / res.RUNS_CSV)
+    decision, h = sequential.current_decision(runs, state.plan.cache, argv, seq)
+    now = time.monotonic()
+    spent = (res.read_json(run_dir / res.META_JSON)["sequential"].get("outcome", {}).get("spent_s", 0.0)
+             + (now - state.added_since if state.added_since is not None else 0.0))
+    labels = sequential.next_round_labels(h)
+    count = min(seq.step, seq.max_rounds - len(state.orders))
+    step_s = count * sequential.round_seconds(runs, labels, state.config.run.nominal.overhead_s)
+    why = ("decided" if decision.decided else "max_rounds" if count <= 0 else
+           "budget" if seq.budget_s is not None and spent + step_s > seq.budget_s else "")
+    outcome = {"rounds": len(state.orders), "decided": decision.decided, "stopped_by": why or None,
+               "spent_s": spent, "decision": decision.text()}
+    sequential.record(run_dir, seq, outcome)
+    log(f"until decided: look after {len(state.orders)} rounds (at {seq.confidence:.2%}): {decision.text()}"
+        + (f"; stop: {why}" if why else f"; {count} more rounds of {len(labels)} commands"))
+    if why:
+        return []
+    added = sequential.add_rounds(state.orders, labels, count, state.plan.runs_per_round, state.seed)
+    state.orders.extend(added)
+    state.plan = dataclasses.replace(state.plan, rounds=len(state.orders))
+    sequential.save_orders(run_dir, state.orders)
+    state.added_since = now
+    todo = [(rnd, pos) for rnd in range(len(state.orders) - count + 1, len(state.orders) + 1)
+            for pos in range(len(state.orders[rnd - 1]))]
+    progress.total += len(todo)
+    return todo

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import results as res
-from harness import sysinfo, verdict
+from harness import stats, sysinfo, verdict
 from harness.config import load_config
 from harness.execute import RunState
 from harness.dataset import Dataset
@@ -192,6 +192,16 @@ def stopped(state: RunState, reason: str) -> int:
     return 1
 
 
+def sequential_line(data: dict) -> str:
+    """summary.txt's last line for a run --until-decided: how it ended, and the confidence of its looks."""
+    out = data.get("outcome", {})
+    ended = {"decided": "a winner is named", "budget": "the time budget ended", None: "the run ended",
+             "max_rounds": f"the {data['max_rounds']} rounds at most are done"}.get(out.get("stopped_by"), "?")
+    return (f"until decided: {out.get('rounds', '?')} rounds, {ended}; the decision looked at most {data['looks']} "
+            f"times, each at {data['confidence']:.2%} so that all of them together are wrong at most 5% of the time; "
+            f"{out.get('spent_s', 0.0):.0f} s on added rounds\n")
+
+
 def finish(state: RunState) -> int:
     run_dir = state.run_dir
     df = res.read_runs(run_dir / res.RUNS_CSV)
@@ -203,8 +213,11 @@ def finish(state: RunState) -> int:
                        "warnings": state.warnings[:200]}
     res.write_json_atomic(run_dir / res.META_JSON, meta)
     argv = {c.label: list(c.argv) for c in state.plan.commands}
-    res.write_json_atomic(run_dir / res.SUMMARY_JSON, verdict.summary_json(df, cache, argv))
-    summary = verdict.summarize(df, cache, argv)
+    seq = state.sequential  # a run --until-decided looked several times: its decision is stricter
+    confidence = seq.confidence if seq else stats.CONFIDENCE
+    res.write_json_atomic(run_dir / res.SUMMARY_JSON, verdict.summary_json(df, cache, argv, confidence)
+                          | ({"sequential": meta.get("sequential")} if seq else {}))
+    summary = verdict.summarize(df, cache, argv, confidence) + (sequential_line(meta["sequential"]) if seq else "")
     (run_dir / res.SUMMARY_TXT).write_text(summary)
     print(summary, end="")
     print(f"run directory: {run_dir}")

@@ -124,13 +124,13 @@ def shift_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> E
         coverage = 1 - 2 * below[k - 1] if k > 1 else 1 - 2 * 0.5 ** n
     else:
         mean, sd = total / 2, math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-        z = _normal_quantile(1 - (1 - confidence) / 2)
+        z = normal_quantile(1 - (1 - confidence) / 2)
         k = max(1, math.floor(mean - z * sd))
         coverage = confidence
     return Estimate(float(np.median(walsh)), float(walsh[k - 1]), float(walsh[total - k]), n, float(coverage))
 
 
-def _normal_quantile(p: float) -> float:
+def normal_quantile(p: float) -> float:
     """Inverse of the standard normal CDF by bisection (erf is exact enough; no scipy)."""
     lo, hi = -10.0, 10.0
     for _ in range(100):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import robust, stats
+from harness.decision import Decision, decide
 from harness.robust import condition_names, one_condition
 from harness.tools import READ_TOOLS
 from harness.results import command_stats, succeeded
@@ -219,16 +220,17 @@ class Headline:
     b3sum: Versus | None = None  # the b3sum command with the lowest median
     runner_up: Versus | None = None
     tied: list[str] = field(default_factory=list)  # hashers the data cannot tell from `use`
+    decision: Decision | None = None
     faster_than_limit: list[Versus] = field(default_factory=list)  # findings: label, its time / limit
 
     def items(self) -> list[tuple[str, str]]:
         """(what, text) pairs: the headline in words, for summary.txt and summary.md alike."""
-        out = []
+        out = [("decision", self.decision.text())] if self.decision else []
         if self.use is None:
             out.append(("use", "no hasher ran successfully"))
         else:
             assert self.median is not None
-            out.append(("use", self.use))
+            out.append(("use" if not self.tied else "fastest", self.use))
             if self.argv:
                 out.append(("command", shlex.join(self.argv)))
             out.append(("median", f"{self.median.text()} s ({format_rate(self.file_size / self.median.median)})"))
@@ -248,9 +250,6 @@ class Headline:
                             + {"faster": "the difference is real", "tie": "TIE",
                                "slower": "the runner-up is faster round by round (the medians disagree)",
                                "unknown": "no common rounds"}[self.runner_up.outcome]))
-            if self.tied:
-                out.append(("tie", f"{len(self.tied) + 1} hashers cannot be told apart here, any of them will do: "
-                            + "; ".join([self.use, *self.tied])))
         for v in self.faster_than_limit:
             out.append(("FINDING", f"{v.label} is faster than the speed limit ({v.ratio.text(3)} x its time): "
                         f"the run's read-only commands missed a faster way to read the {'tree' if self.tree else 'file'}"))
@@ -279,7 +278,7 @@ class Headline:
                 "vs_limit": self.vs_limit.to_json() if self.vs_limit else None,
                 "vs_b3sum": self.b3sum.to_json() if self.b3sum else None,
                 "runner_up": self.runner_up.to_json() if self.runner_up else None,
-                "tied": self.tied,
+                "tied": self.tied, "decision": self.decision.to_json() if self.decision else None,
                 "faster_than_limit": [v.to_json() for v in self.faster_than_limit]}
 
 
@@ -301,9 +300,10 @@ def tied_with(times: dict[str, RoundTimes], best: str, labels: list[str]) -> dic
 
 
 def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, file: str | None = None,
-             condition: str | None = None) -> Headline:
+             condition: str | None = None, confidence: float = stats.CONFIDENCE) -> Headline:
     """The headline for one dataset (default: the run's largest) in one condition (default: the
-    first); argv maps labels to their command lines."""
+    first); argv maps labels to their command lines; `confidence`: the decision's, per comparison
+    (stricter than 95% for a run that looked several times, harness/sequential.py)."""
     rows = one_file(one_condition(runs, condition), file)
     files = rows["files"].dropna() if "files" in rows else []
     h = Headline(file_size=int(rows["file_size"].max()) if len(rows) else 0, cache=cache,
@@ -319,6 +319,7 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
                 if stats.outcome(ratio) == "faster":  # a median under 1 with 1 in its interval is at the limit
                     h.faster_than_limit.append(Versus(label, ratio))
     hashers = fastest(times, [lbl for lbl, tool in tools.items() if tool == "hasher"])
+    h.decision = decide(times, [lbl for lbl, _ in hashers], confidence)
     if not hashers:
         return h
     h.use = hashers[0][0]
@@ -332,7 +333,7 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
         h.b3sum = Versus(b3sums[0][0], paired(mine, times[b3sums[0][0]]))
     if len(hashers) > 1:
         h.runner_up = Versus(hashers[1][0], paired(mine, times[hashers[1][0]]))
-    h.tied = list(tied_with(times, h.use, [lbl for lbl, _ in hashers]))
+    h.tied = h.decision.contenders[1:]
     return h
 
 
@@ -345,7 +346,8 @@ def _hash_word(hash_ok_all: Any) -> str:
     return "-" if pd.isna(hash_ok_all) else ("ok" if hash_ok_all else "MISMATCH")
 
 
-def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None) -> str:
+def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None,
+              confidence: float = stats.CONFIDENCE) -> str:
     """The summary printed at the end of a run (and saved as summary.txt): the table of every
     command, the speed limit, and the headline last."""
     if not len(runs):
@@ -398,7 +400,7 @@ def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None) -
         return "\n".join(lines + across_conditions(runs)) + "\n"
     trees = "files" in runs and bool(runs["files"].fillna(1).gt(1).any())
     for file in files if trees else files[-1:]:  # a headline per dataset once trees are among them
-        h = headline(runs, cache, argv, file)
+        h = headline(runs, cache, argv, file, confidence=confidence)
         lines += ["", h.title() + ":"]
         lines += [f"  {what + ':':<11} {text}" for what, text in h.items()]
     return "\n".join(lines) + "\n"
@@ -425,7 +427,8 @@ def across_conditions(runs: Any) -> list[str]:
                         [(c, headline(runs, "", None, None, c)) for c in condition_names(runs)], robust_pick(runs))
 
 
-def summary_json(runs: Any, cache: str, argv: dict[str, list[str]] | None = None) -> dict[str, Any]:
+def summary_json(runs: Any, cache: str, argv: dict[str, list[str]] | None = None,
+                 confidence: float = stats.CONFIDENCE) -> dict[str, Any]:
     """summary.json: the headline, the speed limit and every command's ratio to it, machine-readable."""
     ratios = limit_ratios(runs)
     commands = []
@@ -434,11 +437,13 @@ def summary_json(runs: Any, cache: str, argv: dict[str, list[str]] | None = None
         commands.append({"label": r.label, "tool": r.tool, "n": r.n, "failed": r.failed,
                          "median_s": r.median_s, "min_s": r.min_s, "max_s": r.max_s, "hash": _hash_word(r.hash_ok_all),
                          "vs_limit": ratio.to_json() if ratio is not None else None})
-    headlines = [headline(runs, cache, argv, f, c).to_json() | {"condition": c} for c, f in workloads(runs)]
+    headlines = [headline(runs, cache, argv, f, c, confidence).to_json() | {"condition": c} for c, f in workloads(runs)]
     first = [h for h in headlines if h["condition"] == condition_names(runs)[0]]
     pick = robust_pick(runs) if len(condition_names(runs)) > 1 else None
-    return {"conditions": {"names": condition_names(runs), "robust_pick": pick.to_json() if pick else None},"interval": {"confidence": stats.CONFIDENCE, "method": INTERVAL_METHOD},
-            "headline": first[-1] if first else headline(runs, cache, argv).to_json(),  # the largest's
+    return {"conditions": {"names": condition_names(runs), "robust_pick": pick.to_json() if pick else None},
+            "interval": {"confidence": stats.CONFIDENCE, "method": INTERVAL_METHOD},
+            "ratios": stats.RATIO_CONVENTION,
+            "headline": first[-1] if first else headline(runs, cache, argv, confidence=confidence).to_json(),
             "headlines": headlines,
             "blake3_in_memory": blake3_in_memory(runs) if cache == "warm" else None,
             "commands": commands}

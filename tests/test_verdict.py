@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import stats, verdict
+from harness import decision, stats, verdict
 from harness.results import FIXED, RunRecord, RunsWriter, read_runs
 
 pytestmark = pytest.mark.independent
@@ -173,7 +173,9 @@ def test_interleaved_equal_times_are_a_tie(tmp_path):
     assert h.tied == ["B"]
     lines = verdict.summarize(runs, "cold", {"A": ["/bin/a", "--x", "/data/f.bin"]}).splitlines()
     assert "  runner-up:  B: winner/runner-up 0.978 [0.978, 1.023]: TIE" in lines
-    assert "  tie:        2 hashers cannot be told apart here, any of them will do: A; B" in lines
+    assert lines[lines.index("  fastest:    A") - 1] == (
+        "  decision:   no winner after 7 rounds: 2 hashers are within noise (A; B); they differ by less than "
+        "0.5% on average, too little for more rounds to be worth it; take A, the one that sets the fewest options")
     assert "  command:    /bin/a --x /data/f.bin" in lines
 
 
@@ -181,22 +183,45 @@ def test_a_clearly_faster_hasher_is_real(tmp_path):
     runs = _race(tmp_path, [0.40, 0.41, 0.40, 0.42, 0.40], [0.45, 0.46, 0.45, 0.47, 0.44])
     h = verdict.headline(runs, "cold")
     assert h.use == "A" and h.runner_up.outcome == "faster" and h.tied == []
-    assert "winner/runner-up 0.891 [0.889, 0.909]: the difference is real" in verdict.summarize(runs, "cold")
+    text = verdict.summarize(runs, "cold")
+    assert "winner/runner-up 0.891 [0.889, 0.909]: the difference is real" in text
+    assert ("  decision:   use A: faster than every other hasher after 5 rounds (its time / the runner-up B's: "
+            "0.891 [0.889, 0.909])\n  use:        A\n") in text
 
 
-def test_summary_json_carries_the_headline(tmp_path):
-    runs = _race(tmp_path, [0.40, 0.41, 0.40, 0.42, 0.40], [0.45, 0.46, 0.45, 0.47, 0.44])
-    data = verdict.summary_json(runs, "cold", {"A": ["/bin/a", "/data/f.bin"]})
-    head = data["headline"]
-    assert head["use"] == "A" and head["argv"] == ["/bin/a", "/data/f.bin"]
-    assert head["median_s"] == {"median": 0.40, "low": 0.40, "high": 0.42, "n": 5, "confidence": 0.9375}
-    assert head["vs_limit"]["median"] == pytest.approx(1.0) and head["speed_limit"]["set_by"] == "cat"
-    assert head["vs_b3sum"] == {"label": "b3sum", "outcome": "faster", "ratio": {
-        "median": pytest.approx(0.8), "low": pytest.approx(0.8), "high": pytest.approx(0.84), "n": 5,
-        "confidence": 0.9375}}
-    assert head["runner_up"]["label"] == "B" and head["runner_up"]["outcome"] == "faster"
-    assert head["tied"] == [] and head["faster_than_limit"] == []
-    assert data["interval"] == {"confidence": 0.95, "method": verdict.INTERVAL_METHOD}
-    by_label = {c["label"]: c for c in data["commands"]}
-    assert set(by_label) == {"cat", "A", "B", "C", "b3sum"}
-    assert by_label["C"]["vs_limit"]["median"] == pytest.approx(1.5) and by_label["C"]["n"] == 5
+def test_no_winner_says_how_many_more_rounds_and_takes_the_simplest(tmp_path):
+    a = [0.440, 0.452, 0.437, 0.455, 0.441, 0.450, 0.439, 0.447]
+    b = [0.446, 0.449, 0.446, 0.452, 0.449, 0.446, 0.447, 0.451]
+    d = verdict.headline(_race(tmp_path, a, b), "cold").decision
+    assert d.kind == "no_winner" and d.winner == "A" and d.contenders == ["A", "B"] and d.take == "A"
+    ratio = d.runner_up_ratio
+    assert ratio.low < 1 < ratio.high
+    logs = np.log(np.array(a) / np.array(b))
+    z = stats.normal_quantile(0.975)
+    assert d.more_rounds == math.ceil(math.pi / 2 * (z * logs.std(ddof=1) / logs.mean()) ** 2) - 8 > 0
+    assert f"about {d.more_rounds} more rounds would likely separate A from B; take A" in d.text()
+    assert d.to_json()["winner"] is None and d.to_json()["fastest"] == "A"
+    times = {"u bs=4M qd=8": dict(enumerate(a)), "u defaults": dict(enumerate(b)), "v bs=1M": dict(enumerate(b))}
+    tied = decision.decide(times, list(times))
+    assert tied.contenders == ["u bs=4M qd=8", "u defaults", "v bs=1M"] and tied.take == "u defaults"
+    assert "(u bs=4M qd=8; u defaults; v bs=1M)" in tied.text()
+
+
+def test_a_stricter_confidence_decides_later(tmp_path):
+    """The same rounds that decide at 95% do not at the confidence of one of ten looks (99.5%)."""
+    runs = _race(tmp_path, [0.40, 0.41, 0.40, 0.42, 0.40, 0.41], [0.45, 0.46, 0.45, 0.47, 0.44, 0.46])
+    assert verdict.headline(runs, "cold").decision.kind == "winner"
+    strict = verdict.headline(runs, "cold", confidence=0.995).decision
+    assert strict.kind == "no_winner" and strict.confidence == 0.995 and strict.contenders == ["A", "B", "C"]
+    assert strict.more_rounds == 3  # 9 rounds are the fewest whose [min, max] covers 99.5%
+
+
+def test_more_rounds_estimate_and_its_limits():
+    logs = [math.log(0.98) + 0.05 * (-1) ** i for i in range(10)]
+    x = np.array(logs)
+    expected = math.ceil(math.pi / 2 * (stats.normal_quantile(0.975) * x.std(ddof=1) / x.mean()) ** 2) - 10
+    assert decision.more_rounds(logs) == (expected, "") and expected > 0
+    assert decision.more_rounds([0.001, -0.002, 0.003, 0.0])[0] is None  # under RESOLUTION
+    assert "too few" in decision.more_rounds([0.1, 0.2])[1]
+    far = decision.more_rounds([0.01, -0.2, 0.25, -0.1, 0.1])
+    assert far[0] is None and "more than 50 more rounds" in far[1]
