@@ -12,7 +12,9 @@ from typing import Any
 from harness.cli_args import add_file_args
 from harness.conditions import condition_overrides, plan_lines
 from harness.config import ConfigError, load_config
-from harness.plan import build_plan, estimate, estimate_execution_s, format_duration
+from harness.earlier_runs import learn, this_machine
+from harness.duration import estimate, estimate_execution_s, format_duration
+from harness.plan import build_plan
 from harness.units import format_size
 from harness.variants import BIN_DIR_HELP
 
@@ -22,9 +24,15 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("config")
     add_file_args(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
-    k = sub.add_parser("knobs", help="the hashers' knobs as they describe themselves (docs/knobs.md)")
+    p.add_argument("--out", default="results", metavar="DIR",
+                   help="parent of run directories, as for run: the estimate learns from this machine's "
+                        "earlier ones there (default results)")
+    k = sub.add_parser("knobs", help="the hashers' knobs as they describe themselves, for the terminal "
+                                    "(--markdown: docs/knobs.md)")
     k.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
-    k.add_argument("--json", action="store_true", help="as JSON instead of a Markdown table")
+    shape = k.add_mutually_exclusive_group()
+    shape.add_argument("--markdown", action="store_true", help="as docs/knobs.md's Markdown table")
+    shape.add_argument("--json", action="store_true", help="as JSON")
     s = sub.add_parser("sysinfo", help="the machine a figure depends on (--json: its fingerprint, versions)")
     s.add_argument("--file", metavar="PATH", help="describe the filesystem and device of this file")
     s.add_argument("--json", action="store_true", help="everything, as JSON (the fingerprint, versions, git)")
@@ -40,7 +48,8 @@ def cmd_plan(a: argparse.Namespace) -> int:
     config = apply_overrides(load_config(a.config), opts)
     files = resolve_files(config, a.file, a.size, a.dir)
     plan = build_plan(config, files)
-    est = estimate(plan, config)
+    learned = learn(Path(a.out), this_machine(files[0].path))
+    est = estimate(plan, config, learned)
     missing = sorted({c.argv[0] for c in plan.commands if c.tool == "hasher" and not Path(c.argv[0]).is_file()})
     if missing:
         plan.notes.append(f"hasher options not checked: {missing[0]} is not built (make)")
@@ -52,6 +61,8 @@ def cmd_plan(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps({"commands": [c.to_json() for c in plan.commands],
                           "files": [f.to_json() for f in files], "estimate_s": est.total_s,
+                          "estimate": est.to_json() | {"learned_from": [str(d) for d in learned.run_dirs]
+                                                       if learned else []},
                           "conditions": [c.to_json() | {"name": c.name} for c in plan.conditions],
                           "timed_executions": plan.timed_executions,
                           "traced_executions": plan.traced_executions}, indent=2))
@@ -67,7 +78,7 @@ def cmd_plan(a: argparse.Namespace) -> int:
         if c.group != group:
             group = c.group
             print(f"[{group}]")
-        per = estimate_execution_s(c, plan.cache, config)
+        per = estimate_execution_s(c, plan.cache, config, learned=learned)
         print(f"{i:>4}. {c.label}   (~{per:.2f} s{', +1 traced run' if c.trace_argv else ''})")
         print(f"      {shlex.join(c.argv)}")
     for line in plan_lines(plan.conditions):
@@ -78,9 +89,8 @@ def cmd_plan(a: argparse.Namespace) -> int:
     print(f"{len(plan.commands)} commands x {plan.rounds} rounds x {plan.runs_per_round} = "
           f"{plan.timed_executions} timed executions + {plan.traced_executions} traced runs")
     print(f"estimated duration: {format_duration(est.total_s)}  (timed {format_duration(est.timed_s)}, "
-          f"traced {format_duration(est.traced_s)}, setup {format_duration(est.setup_s)}; "
-          f"nominal read {config.run.nominal.read_Bps / 1e9:.1f} GB/s, "
-          f"{config.run.nominal.overhead_s:g} s overhead per execution)")
+          f"traced {format_duration(est.traced_s)}, setup {format_duration(est.setup_s)})")
+    print(f"estimate basis: {est.basis_text}")
     if est.total_s > LONG_PLAN_S:
         print("over an hour: `ringsum run` starts it only with --yes")
     return 0
@@ -96,14 +106,17 @@ def cmd_sysinfo(a: argparse.Namespace) -> int:
 
 def cmd_knobs(a: argparse.Namespace) -> int:
     import dataclasses
+    import shutil
 
-    from harness.knobs import load_knobs, markdown_table
+    from harness.knobs import load_knobs, markdown_table, terminal_view
 
     table = load_knobs(a.bin_dir)
     if a.json:
         print(json.dumps([dataclasses.asdict(k) for k in table], indent=2))
-    else:
+    elif a.markdown:
         print(markdown_table(table), end="")
+    else:
+        print(terminal_view(table, shutil.get_terminal_size().columns), end="")
     return 0
 
 

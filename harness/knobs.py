@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import subprocess
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,18 +130,56 @@ def _shown(k: Knob, value: Any) -> str:
     return format_size(value) if k.type == "size" else str(value)
 
 
+def _default_text(k: Knob) -> str:
+    """The knob's default, then each variant's own: "512K; uring_b3sum 4M"."""
+    return "; ".join([_shown(k, k.default), *(f"{v} {_shown(k, d)}" for v, d in k.variant_defaults)])
+
+
+def _users_text(k: Knob) -> str:
+    return "all" if set(k.variants) == set(VARIANTS) else ", ".join(k.variants)
+
+
+def _help_text(k: Knob) -> str:
+    """The hasher's --help lines of a knob as one sentence (a line opening with "(" goes on the one before)."""
+    return k.help.replace("\n(", " (").replace("\n", "; ")
+
+
+GENERATED_BY = "ringsum knobs --markdown > docs/knobs.md"
+VALUE_WORD = {"size": "SIZE", "count": "N", "buffers": "N", "flag": ""}  # as the hashers' --help names them
+
+
 def markdown_table(table: KnobTable) -> str:
-    """docs/knobs.md's table (`ringsum knobs`): a row per knob, as the hashers describe it."""
+    """docs/knobs.md's table (`ringsum knobs --markdown`): a row per knob, as the hashers describe it."""
     lines = ["# The hashers' knobs", "",
-             "<!-- Generated from hashers/knobs.h by `ringsum knobs > docs/knobs.md`; tests check it is current. -->",
+             f"<!-- Generated from hashers/knobs.h by `{GENERATED_BY}`; tests check it is current. -->",
              "", "Each is a hasher option and a `[[hashers]]` config key (a value or a list to sweep), and a",
              "runs.csv column. Variants that do not use a knob check it, then ignore it.", "",
              "| config key | option | default | variants | what it does |", "|---|---|---|---|---|"]
     for k in table:
-        default = "; ".join([_shown(k, k.default), *(f"{v} {_shown(k, d)}" for v, d in k.variant_defaults)])
-        users = "all" if set(k.variants) == set(VARIANTS) else ", ".join(k.variants)
-        help_text = k.help.replace("\n(", " (").replace("\n", "; ").replace("|", "\\|")
-        lines.append(f"| `{k.name}` | `{k.option}` | {default} | {users} | {help_text} |")
+        lines.append(f"| `{k.name}` | `{k.option}` | {_default_text(k)} | {_users_text(k)} | "
+                     f"{_help_text(k).replace('|', chr(92) + '|')} |")
+    return "\n".join(lines) + "\n"
+
+
+def terminal_view(table: KnobTable, width: int) -> str:
+    """`ringsum knobs`: a block per knob, wrapped to `width` columns: its config key and option, then
+    indented its default, the variants that use it (when not all) and what it does."""
+    width = max(width, 40)  # narrower, the indented lines would hold a word or two each
+
+    def wrapped(text: str, indent: str, hanging: str = "  ") -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + hanging,
+                             break_long_words=False, break_on_hyphens=False)
+
+    lines = [*wrapped("The hashers' knobs: each is a [[hashers]] config key (a value or a list to sweep), "
+                      "a hasher option and a runs.csv column; variants that do not use a knob check it, "
+                      "then ignore it.", "", ""), "As Markdown, docs/knobs.md: ringsum knobs --markdown"]
+    for k in table:
+        option = ", ".join(filter(None, [k.short, k.option])) + (f" {VALUE_WORD[k.type]}" if VALUE_WORD[k.type] else "")
+        lines += ["", *wrapped(f"{k.name}   {option}", "")]
+        lines += wrapped(f"default {_default_text(k)}", "    ")
+        if _users_text(k) != "all":
+            lines += wrapped(f"used by {_users_text(k)}", "    ")
+        lines += wrapped(_help_text(k), "    ")
     return "\n".join(lines) + "\n"
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import os
 import random
 import re
 from dataclasses import asdict, dataclass, field, fields
@@ -15,7 +14,8 @@ from harness import state as statemod
 from harness.conditions import Condition, simd_b3sum, simd_bin_dir
 from harness.config_schema import DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
 from harness.dataset import LIST_PLACEHOLDER, Dataset
-from harness.values import Buffers
+from harness.duration import Estimate, estimate, estimate_execution_s, format_duration  # noqa: F401 (re-export)
+from harness.values import Buffers, buffers
 from harness.knobs import Knob, load_knobs, switched_on
 from harness.tools import COMMAND, FIO_FILE, FIO_JSON, READER, TOOLS, find_tool  # noqa: F401 (re-export)
 from harness.units import format_size
@@ -134,6 +134,25 @@ def _expand_grid(group: Group) -> list[dict[str, Any]]:
             continue
         out.append(knobs)
     return out
+
+
+def effective_key(c: Command) -> tuple | None:
+    """What a built hasher will run with: each knob its variant acts on, at the value given or, for
+    a `defaults` group, the variant's own default, and a flag the variant has on as on. Two
+    commands with the same key are one configuration under two labels (None: not a built hasher)."""
+    if c.tool != "hasher" or c.extra == "positional" or registered_variant(c.variant) is None:
+        return None
+    given = c.knob_values()
+    out = []
+    for k in load_knobs():
+        if c.variant not in k.variants:
+            continue  # checked, then ignored
+        own = dict(k.variant_defaults).get(c.variant, k.default)
+        value = given.get(k.name)
+        if value is None:
+            value = buffers(own).resolve(dict(out)["queue_depth"]) if k.type == "buffers" else own
+        out.append((k.name, True if k.is_flag and own is True else value))
+    return (c.variant, c.argv[0], c.file, c.condition, tuple(out))
 
 
 def knob_word(k: Knob, value: Any) -> str:
@@ -282,6 +301,7 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
             notes.append("warm mode: added b3sum --num-threads 1 / default for BLAKE3's in-memory speed")
     commands: list[Command] = []
     seen: dict[str, str] = {}
+    runs_as: dict[tuple, str] = {}  # a hasher's effective configuration -> the label it runs under
     slugs: set[str] = set()
     added: list[str] = []  # commands of the limit group the config did not have
     for cond, source in itertools.product(conditions, files):
@@ -297,6 +317,13 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
                     if g not in config.limit_groups:  # the limit group overlaps the config's own readers on purpose
                         notes.append(f"group {g.name}: {c.label!r} already in group {seen[c.label]}; kept once")
                     continue
+                same = effective_key(c)
+                if same is not None and same in runs_as:
+                    notes.append(f"group {g.name}: {c.label!r} runs as {runs_as[same]!r} does (the same "
+                                 "effective configuration); kept once")
+                    continue
+                if same is not None:
+                    runs_as[same] = c.label
                 if g in config.limit_groups:
                     if c.tool == "fio" and f.size % (c.block_size or 1):
                         continue  # fio would not read the file's tail: not the same bytes
@@ -328,70 +355,6 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
     return Plan(commands=commands, datasets=list(files) + list(copies.values()), rounds=config.run.rounds,
                 runs_per_round=config.run.runs_per_round, cache=config.run.cache, notes=notes,
                 conditions=conditions)
-
-
-# --- duration estimate ---
-
-# Each further file of a tree, read one after another: measured 2026-11-23, cat over 16,384 files of
-# 64 KiB cold 3.45 s against 0.45 s for one 1 GiB file.
-PER_FILE_COLD_S, PER_FILE_WARM_S = 1.8e-4, 2e-5
-RAM_READ_BPS = 8e9  # a cached file, or a cold one on the RAM device: a memory copy
-
-def _threads_used(c: Command, cores: int) -> int:
-    if c.tool == "b3sum":
-        return c.num_threads or cores
-    registered = registered_variant(c.variant) if c.tool == "hasher" else None
-    if registered and registered.parallel:
-        return cores
-    return 1
-
-
-def estimate_execution_s(c: Command, cache: str, config: Config, cores: int | None = None) -> float:
-    """Nominal seconds for one execution (without per-run overhead)."""
-    nom = config.run.nominal
-    cores = min(cores or os.cpu_count() or 1, c.condition.cores or 1 << 16)
-    read_Bps = nom.read_Bps if cache == "cold" and c.condition.device == "disk" else RAM_READ_BPS
-    read_Bps = min(read_Bps, c.condition.read_cap or read_Bps)
-    read = c.file_size / read_Bps + (c.files - 1) * (PER_FILE_COLD_S if cache == "cold" else PER_FILE_WARM_S)
-    if c.hashes:
-        hash_s = c.file_size / (nom.hash_per_core_Bps * min(_threads_used(c, cores), cores))
-        return max(read, hash_s) if (c.tool == "hasher" or cache == "warm") else read + hash_s * 0.2
-    tool = TOOLS.get(c.tool)
-    if tool and tool.hash_Bps:
-        return max(read, c.file_size / tool.hash_Bps)
-    return read + (tool.start_s if tool else 0.0)
-
-
-@dataclass
-class Estimate:
-    timed_s: float
-    traced_s: float
-    setup_s: float
-
-    @property
-    def total_s(self) -> float:
-        return self.timed_s + self.traced_s + self.setup_s
-
-
-def estimate(plan: Plan, config: Config) -> Estimate:
-    over = config.run.nominal.overhead_s if plan.cache == "cold" else config.run.nominal.overhead_s * 0.6
-    per_round = sum(estimate_execution_s(c, plan.cache, config) + over for c in plan.commands)
-    timed = per_round * plan.rounds * plan.runs_per_round
-    traced = config.run.probes * sum(estimate_execution_s(c, plan.cache, config) + over
-                                     for c in plan.commands if c.trace_argv)
-    # reference b3sum (+ generation at ~0.4 GB/s when needed) per dataset
-    setup = sum(f.size / config.run.nominal.read_Bps + 1.0 + f.files * PER_FILE_COLD_S
-                + (f.size / 4e8 if f.generate else 0) for f in plan.datasets)
-    return Estimate(timed_s=timed, traced_s=traced, setup_s=setup)
-
-
-def format_duration(s: float) -> str:
-    s = int(round(s))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
 
 
 def round_orders(labels: list[str], rounds: int, runs_per_round: int, seed: int) -> list[list[str]]:

@@ -259,3 +259,30 @@ def test_positional_style_for_uring_b3sum_says_so(tmp_path):
         argv = [str(REPO / "build" / "bin" / variant), *command.argv[1:]]
         result = subprocess.run(argv, capture_output=True, timeout=60)
         assert result.returncode == 0 and result.stdout == b3sum_lines([path]), result.stderr
+
+
+def test_two_configurations_that_run_alike_are_one_command():
+    """uring_b3sum's own defaults are 4M, depth 8, 16 buffers and huge pages: a group that asks for
+    exactly those is the `defaults` group under another label, and a flag a variant ignores
+    (process_in_inner_loop on the multi-threaded loop) changes nothing it runs."""
+    _, p = plan_of("""
+        [[hashers]]
+        name = "own"
+        variant = "uring_b3sum"
+        style = "defaults"
+        [[hashers]]
+        variant = "uring_b3sum"
+        block_size = ["4M", "1M"]
+        queue_depth = 8
+        buffers = "2*queue_depth"
+        [[hashers]]
+        variant = "liburing_b3sum_multithread"
+        block_size = "128K"
+        process_in_inner_loop = [false, true]
+    """)
+    assert [c.label for c in p.commands] == ["uring_b3sum defaults", "uring_b3sum bs=1M qd=8 buf=16",
+                                             "liburing_b3sum_multithread bs=128K qd=4 buf=4"]
+    assert ("group uring_b3sum: 'uring_b3sum bs=4M qd=8 buf=16' runs as 'uring_b3sum defaults' does (the same "
+            "effective configuration); kept once") in p.notes
+    assert any("'liburing_b3sum_multithread bs=128K qd=4 buf=4 inner' runs as 'liburing_b3sum_multithread bs=128K qd=4 buf=4'" in n
+               for n in p.notes)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 
 import pytest
 
-from harness.knobs import load_knobs, markdown_table
+from harness.knobs import GENERATED_BY, load_knobs, markdown_table
+from harness.units import format_size
 from harness.variants import REPO_ROOT, VARIANT_LIST, VARIANTS
 from hashers_support import program
 
@@ -17,7 +19,42 @@ from hashers_support import program
 def test_docs_knob_table_is_the_hashers_own():
     """docs/knobs.md is generated: a knob added to hashers/knobs.h without regenerating it fails here."""
     assert (REPO_ROOT / "docs" / "knobs.md").read_text() == markdown_table(load_knobs()), \
-        "regenerate it: ringsum knobs > docs/knobs.md"
+        f"regenerate it: {GENERATED_BY}"
+
+
+def ringsum_knobs(*args: str, columns: int) -> str:
+    env = {**os.environ, "COLUMNS": str(columns)}  # shutil.get_terminal_size reads it first
+    done = subprocess.run([sys.executable, "-m", "harness", "knobs", *args], capture_output=True, text=True,
+                          cwd=REPO_ROOT, env=env, check=True)
+    return done.stdout
+
+
+@pytest.mark.parametrize("columns", [80, 60, 132])
+def test_knobs_for_a_terminal_fit_its_width(columns):
+    """`ringsum knobs` is a block per knob wrapped to the terminal, no Markdown table: every knob
+    with its option, its default and every word of its help, no line wider than the terminal."""
+    shown = ringsum_knobs(columns=columns)
+    assert "|---" not in shown and "`" not in shown
+    lines = shown.splitlines()
+    assert max(len(line) for line in lines) <= columns, [line for line in lines if len(line) > columns]
+    blocks = shown.split("\n\n")[1:]
+    table = load_knobs()
+    assert len(blocks) == len(table.knobs)
+    for knob, block in zip(table, blocks):
+        assert block.startswith(f"{knob.name}   ") and knob.option in block.splitlines()[0]
+        default = ("on" if knob.default else "off") if knob.is_flag else \
+            format_size(knob.default) if knob.type == "size" else str(knob.default)
+        assert f"    default {default}" in block, block
+        assert set(re.findall(r"\w+", knob.help)) <= set(re.findall(r"\w+", block)), knob.name
+    if columns == 60:  # narrower than the longest help line: wrapped, not cut
+        assert any(line.startswith("      ") for line in lines)
+
+
+def test_knobs_markdown_is_the_docs_table_and_json_is_unchanged():
+    assert ringsum_knobs("--markdown", columns=80) == (REPO_ROOT / "docs" / "knobs.md").read_text()
+    described = json.loads(ringsum_knobs("--json", columns=80))
+    assert [k["name"] for k in described] == list(load_knobs().names)
+    assert {"name", "option", "default", "help", "variants", "variant_defaults"} <= set(described[0])
 
 
 def test_knobs_json_matches_help_and_parsing():

@@ -1,0 +1,132 @@
+"""docs/summary.schema.json is what summary.json is: the documents the harness writes from real kept
+runs (docs/cold-path/*-run) validate against it, and documents a consumer must not be handed do not."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from analysis.load import load_run
+from harness import verdict
+from harness.results import SUMMARY_JSON, write_json_atomic
+from harness.variants import REPO_ROOT
+
+pytestmark = pytest.mark.independent
+
+SCHEMA = json.loads((REPO_ROOT / "docs" / "summary.schema.json").read_text(encoding="utf-8"))
+KEPT_RUNS = sorted((REPO_ROOT / "docs" / "cold-path").glob("*-run")) + sorted((REPO_ROOT / "docs" / "decisions").glob("*-run"))
+
+
+def strict_json(text: str) -> Any:
+    """JSON as any consumer reads it: NaN and Infinity are not JSON."""
+    def refuse(word: str) -> Any:
+        raise ValueError(f"not JSON: {word}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def written_summary(run_dir: Path, tmp_path: Path) -> dict[str, Any]:
+    """summary.json regenerated from the run's runs.csv as `ringsum report` does, written the way the
+    harness writes it, and read back."""
+    run = load_run(run_dir)
+    out = tmp_path / f"{run_dir.name}-{SUMMARY_JSON}"
+    write_json_atomic(out, verdict.summary_json(run.runs, run.cache, run.argvs))
+    return strict_json(out.read_text(encoding="utf-8"))
+
+
+def errors(document: Any) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in Draft202012Validator(SCHEMA).iter_errors(document)]
+
+
+def test_the_schema_is_a_valid_draft_2020_12_schema():
+    Draft202012Validator.check_schema(SCHEMA)
+    assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_the_kept_runs_cover_every_shape():
+    """The runs below exercise conditions with a robust pick, a warm run's in-memory figures and a
+    tree, or the schema's branches for them go untested."""
+    names = {d.name for d in KEPT_RUNS}
+    assert {"adapt-run", "hot-run", "list-run", "tuned-run"} <= names
+    for d in KEPT_RUNS:
+        assert (d / "runs.csv").is_file() and (d / "meta.json").is_file(), d
+
+
+@pytest.mark.parametrize("run_dir", KEPT_RUNS, ids=lambda d: d.name)
+def test_summary_regenerated_from_a_kept_run_validates(run_dir, tmp_path):
+    document = written_summary(run_dir, tmp_path)
+    assert errors(document) == []
+    if run_dir.name == "adapt-run":
+        assert document["conditions"]["robust_pick"] is not None and len(document["headlines"]) > 1
+    if run_dir.name == "hot-run":
+        assert document["blake3_in_memory"]["blake3_all_core_Bps"] > 0
+    if run_dir.name == "list-run":
+        assert document["headline"]["files"] > 1
+
+
+@pytest.mark.parametrize("run_dir", KEPT_RUNS, ids=lambda d: d.name)
+def test_stored_summary_of_a_kept_run_validates(run_dir):
+    assert errors(strict_json((run_dir / SUMMARY_JSON).read_text(encoding="utf-8"))) == []
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory) -> dict[str, Any]:
+    return written_summary(REPO_ROOT / "docs" / "cold-path" / "tuned-run", tmp_path_factory.mktemp("summary"))
+
+
+def broken(document: dict[str, Any], change: Any) -> dict[str, Any]:
+    document = copy.deepcopy(document)
+    change(document)
+    return document
+
+
+@pytest.mark.parametrize("what, change", [
+    ("no commands", lambda d: d.pop("commands")),
+    ("an outcome outside the four", lambda d: d["headline"]["vs_b3sum"].update(outcome="better")),
+    ("a hash word outside the three", lambda d: d["commands"][0].update(hash="bad")),
+    ("a count as a string", lambda d: d["commands"][0].update(n="11")),
+    ("an estimate without its interval", lambda d: d["headline"]["median_s"].pop("low")),
+    ("a key the top level does not have", lambda d: d.update(verdict="fast")),
+    ("a headline without its rounds", lambda d: d["headline"].pop("rounds")),
+    ("a condition's headline without its condition", lambda d: d["headlines"][0].pop("condition")),
+    ("a decision of an unknown kind", lambda d: d["headline"].update(decision={
+        "kind": "maybe", "text": "", "winner": None, "contenders": [], "rounds": 11, "more_rounds": None,
+        "runner_up_ratio": None})),
+    ("a decision without its winner", lambda d: d["headline"].update(decision={
+        "kind": "winner", "text": "use x", "contenders": ["x"], "rounds": 11, "more_rounds": None,
+        "runner_up_ratio": None})),
+])
+def test_a_broken_document_is_rejected(good, what, change):
+    assert errors(good) == []
+    assert errors(broken(good, change)), what
+
+
+def test_a_headline_may_carry_a_decision_and_keys_added_later(good):
+    """The headline is open: its decision validates when well formed, and a key added later does not
+    break a consumer that checks the schema."""
+    ratio = good["headline"]["runner_up"]["ratio"]
+    for decision in ({"kind": "winner", "text": "use it", "winner": good["headline"]["use"],
+                      "contenders": [good["headline"]["use"]], "rounds": 11, "more_rounds": None,
+                      "runner_up_ratio": ratio},
+                     {"kind": "no_winner", "text": "a tie so far", "winner": None, "contenders": ["a", "b"],
+                      "rounds": 11, "more_rounds": 20, "runner_up_ratio": ratio},
+                     {"kind": "none", "text": "no hasher ran", "winner": None, "contenders": [], "rounds": 0,
+                      "more_rounds": None, "runner_up_ratio": None}):
+        assert errors(broken(good, lambda d: d["headline"].update(decision=decision, later="x"))) == []
+
+
+def test_a_command_that_never_succeeded_is_written_as_null_times(tmp_path):
+    run = load_run(REPO_ROOT / "docs" / "cold-path" / "tuned-run")
+    runs = run.runs.copy()
+    runs.loc[runs["label"] == "cat @as-is", "exit_code"] = 1
+    out = tmp_path / SUMMARY_JSON
+    write_json_atomic(out, verdict.summary_json(runs, run.cache, run.argvs))
+    document = strict_json(out.read_text(encoding="utf-8"))
+    (cat,) = [c for c in document["commands"] if c["label"] == "cat @as-is"]
+    assert cat["n"] == 0 and cat["median_s"] is None
+    assert errors(document) == []
