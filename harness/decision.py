@@ -9,11 +9,12 @@ look at the data; a run that adds rounds until decided looks several times, and 
 uses a stricter confidence so that the chance of ever naming a winner that is not one stays 5%
 (harness/sequential.py).
 
-The estimate of more rounds, from the per-round log ratios of the two fastest (mean m, standard
-deviation s): a mean's interval clears 0 after (z·s/m)² rounds, and a median's, which ringsum's
-intervals are, after about pi/2 times as many (the median's efficiency for normal-like noise). It
-is an estimate, said as "about"; a difference under `RESOLUTION` is called too small to chase,
-and one that would take over `MAX_MORE` times the rounds so far is not given a number.
+The estimate of more rounds comes from the interval itself: with n rounds its upper end is below
+1 when at most k-1 rounds have the fastest not faster, k the order statistic of n at the
+confidence (harness/stats.py). If the fastest lost a share p of the rounds so far, the estimate is
+the fewest n' with p·n' <= k(n') - 1: the rounds at which a like share of losses would fit. It is
+an estimate, said as "about"; a difference under `RESOLUTION` by median is called too small to
+chase, and one that would take over `MAX_MORE` times the rounds so far is not given a number.
 """
 
 from __future__ import annotations
@@ -89,22 +90,24 @@ def _log_ratios(a: RoundTimes, b: RoundTimes) -> list[float]:
 
 def more_rounds(logs: list[float], confidence: float = stats.CONFIDENCE) -> tuple[int | None, str]:
     """About how many more rounds would make the interval of the median of these per-round log
-    ratios clear 0, or why no number is given (see the module doc)."""
+    ratios (the fastest's time / the runner-up's) clear 0, or why no number is given (see the
+    module doc)."""
     x = np.asarray(logs, dtype=float)
     x = x[np.isfinite(x)]
-    if len(x) < 3:
+    n = len(x)
+    if n < 3:
         return None, "too few common rounds to estimate from"
-    effect, spread = abs(float(x.mean())), float(x.std(ddof=1))
-    if effect < math.log1p(RESOLUTION):
-        return None, (f"they differ by less than {RESOLUTION:.1%} on average, too little for more rounds "
+    if abs(float(np.median(x))) < math.log1p(RESOLUTION):
+        return None, (f"they differ by less than {RESOLUTION:.1%} by median, too little for more rounds "
                       "to be worth it")
-    z = stats.normal_quantile(1 - (1 - confidence) / 2)
-    fewest = math.ceil(math.log2(2 / (1 - confidence)))  # below, even [min, max] covers less
-    needed = max(fewest, math.ceil(math.pi / 2 * (z * spread / effect) ** 2))
-    extra = max(1, needed - len(x))
-    if extra > MAX_MORE * len(x):
-        return None, f"more than {MAX_MORE * len(x)} more rounds would be needed to separate them"
-    return extra, ""
+    behind = float(np.mean(x >= 0))  # the share of rounds the fastest did not win
+    if behind >= 0.5:
+        return None, "the fastest by median wins no more rounds than it loses: more rounds would not separate them"
+    for more in range(1, MAX_MORE * n + 1):
+        k = stats.order_index(n + more, confidence)
+        if k and behind * (n + more) <= k - 1:
+            return more, ""
+    return None, f"more than {MAX_MORE * n} more rounds would be needed to separate them"
 
 
 def options_set(label: str) -> int:

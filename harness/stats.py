@@ -68,6 +68,15 @@ def _coverage(n: int, k: int) -> float:
     return 1.0 - 2.0 * below
 
 
+def order_index(n: int, confidence: float = CONFIDENCE) -> int:
+    """The k of n values' interval [x_(k), x_(n+1-k)] at the confidence: the largest k whose
+    coverage reaches it, 0 when even [min, max] covers less."""
+    k = 0
+    while k + 1 <= (n + 1) // 2 and _coverage(n, k + 1) >= confidence:
+        k += 1
+    return k
+
+
 def median_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> Estimate:
     """The median of the finite values and its order-statistic interval (see the module doc)."""
     x = np.sort(np.asarray([v for v in values], dtype=float))

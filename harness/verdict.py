@@ -435,7 +435,8 @@ def summary_json(runs: Any, cache: str, argv: dict[str, list[str]] | None = None
     for r in command_stats(runs).itertuples():
         ratio = ratios.get(r.label)
         commands.append({"label": r.label, "tool": r.tool, "n": r.n, "failed": r.failed,
-                         "median_s": r.median_s, "min_s": r.min_s, "max_s": r.max_s, "hash": _hash_word(r.hash_ok_all),
+                         **{k: None if v != v else v for k, v in (("median_s", r.median_s), ("min_s", r.min_s),
+                                                                   ("max_s", r.max_s))}, "hash": _hash_word(r.hash_ok_all),
                          "vs_limit": ratio.to_json() if ratio is not None else None})
     headlines = [headline(runs, cache, argv, f, c, confidence).to_json() | {"condition": c} for c, f in workloads(runs)]
     first = [h for h in headlines if h["condition"] == condition_names(runs)[0]]

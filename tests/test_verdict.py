@@ -174,8 +174,8 @@ def test_interleaved_equal_times_are_a_tie(tmp_path):
     lines = verdict.summarize(runs, "cold", {"A": ["/bin/a", "--x", "/data/f.bin"]}).splitlines()
     assert "  runner-up:  B: winner/runner-up 0.978 [0.978, 1.023]: TIE" in lines
     assert lines[lines.index("  fastest:    A") - 1] == (
-        "  decision:   no winner after 7 rounds: 2 hashers are within noise (A; B); they differ by less than "
-        "0.5% on average, too little for more rounds to be worth it; take A, the one that sets the fewest options")
+        "  decision:   no winner after 7 rounds: 2 hashers are within noise (A; B); more than "
+        "70 more rounds would be needed to separate them; take A, the one that sets the fewest options")
     assert "  command:    /bin/a --x /data/f.bin" in lines
 
 
@@ -196,9 +196,10 @@ def test_no_winner_says_how_many_more_rounds_and_takes_the_simplest(tmp_path):
     assert d.kind == "no_winner" and d.winner == "A" and d.contenders == ["A", "B"] and d.take == "A"
     ratio = d.runner_up_ratio
     assert ratio.low < 1 < ratio.high
-    logs = np.log(np.array(a) / np.array(b))
-    z = stats.normal_quantile(0.975)
-    assert d.more_rounds == math.ceil(math.pi / 2 * (z * logs.std(ddof=1) / logs.mean()) ** 2) - 8 > 0
+    lost = sum(x >= y for x, y in zip(a, b)) / 8  # A not faster in 3 of 8 rounds
+    assert lost == 3 / 8 and d.more_rounds is not None
+    n = 8 + d.more_rounds  # the fewest rounds at which a like share of losses fits the interval
+    assert lost * n <= stats.order_index(n) - 1 and lost * (n - 1) > stats.order_index(n - 1) - 1
     assert f"about {d.more_rounds} more rounds would likely separate A from B; take A" in d.text()
     assert d.to_json()["winner"] is None and d.to_json()["fastest"] == "A"
     times = {"u bs=4M qd=8": dict(enumerate(a)), "u defaults": dict(enumerate(b)), "v bs=1M": dict(enumerate(b))}
@@ -217,11 +218,16 @@ def test_a_stricter_confidence_decides_later(tmp_path):
 
 
 def test_more_rounds_estimate_and_its_limits():
-    logs = [math.log(0.98) + 0.05 * (-1) ** i for i in range(10)]
-    x = np.array(logs)
-    expected = math.ceil(math.pi / 2 * (stats.normal_quantile(0.975) * x.std(ddof=1) / x.mean()) ** 2) - 10
-    assert decision.more_rounds(logs) == (expected, "") and expected > 0
-    assert decision.more_rounds([0.001, -0.002, 0.003, 0.0])[0] is None  # under RESOLUTION
+    won_all = [-0.05] * 5  # 5 rounds, all won: only the confidence is not reached yet (6 needed for 95%)
+    assert decision.more_rounds(won_all) == (1, "") and stats.order_index(5) == 0 < stats.order_index(6)
+    assert decision.more_rounds(won_all, 0.995)[0] == 4  # 9 rounds: [min, max] covers 99.6%
+    lost_a_fifth = [0.02, -0.03, -0.03, -0.03, -0.03] * 4  # 20 rounds, 4 lost: k(20) = 6 already fits
+    more, _ = decision.more_rounds(lost_a_fifth[:10])  # 10 rounds, 2 lost: k(10) = 2 does not
+    assert more is not None and 0.2 * (10 + more) <= stats.order_index(10 + more) - 1
+    assert decision.more_rounds([0.001, -0.002, 0.003, 0.0, -0.001])[0] is None  # under RESOLUTION
     assert "too few" in decision.more_rounds([0.1, 0.2])[1]
-    far = decision.more_rounds([0.01, -0.2, 0.25, -0.1, 0.1])
-    assert far[0] is None and "more than 50 more rounds" in far[1]
+    even = decision.more_rounds([-0.1, -0.1, -0.1, 0.1, 0.1, 0.1, 0.1])
+    assert even[0] is None and "wins no more rounds than it loses" in even[1]
+    far = decision.more_rounds([-0.05, -0.05, 0.05, -0.05, 0.05, -0.05, -0.05])  # lost 2 of 7
+    assert 10 < far[0] < 40 and 2 / 7 * (7 + far[0]) <= stats.order_index(7 + far[0]) - 1
+    assert 2 / 7 * (6 + far[0]) > stats.order_index(6 + far[0]) - 1
