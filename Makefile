@@ -5,7 +5,7 @@ BLAKE3_VERSION := 1.8.7
 B3SUM_VERSION  := 1.8.7
 # The same list resolves on Debian 12 and Ubuntu 24.04, but for perf, whose package names differ.
 APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time valgrind clang-14 libclang-rt-14-dev \
-		  python3-venv help2man zsh
+		  python3-venv help2man zsh chromium
 OS_ID          := $(shell . /etc/os-release 2>/dev/null && echo $$ID)
 PERF_PACKAGES  := $(if $(filter ubuntu,$(OS_ID)),linux-tools-common linux-tools-$(shell uname -r),linux-perf)
 # The SSH fleet test's hosts (tests/test_fleet_ssh.py): an SSH server that is only a binary (no service

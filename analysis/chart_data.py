@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from matplotlib.patches import Patch
 
 from analysis.load import Run
 from harness import verdict
 from harness.results import command_stats
-from harness.tools import TOOL_LIST
+from harness.tools import COMMAND, READER, TOOL_LIST, TOOLS
 from harness.units import format_size
 from harness.variants import VARIANT_LIST
 
@@ -20,13 +21,60 @@ from harness.variants import VARIANT_LIST
 GB = 1e9
 
 
-HASHER_COLOURS = {v.name: v.colour for v in VARIANT_LIST}
+@dataclass(frozen=True)
+class Role:
+    """What a command is to the reader of a chart, drawn in one colour family throughout."""
+
+    legend: str
+    colours: tuple[str, ...]  # the family, its main member first
 
 
-BASELINE_COLOURS = {t.name: t.colour for t in TOOL_LIST}
+# Ours in blues, the readers that set the speed limit in greys, the tools we measure ourselves
+# against in their own warm hues: a glance tells a hasher from a reader, whatever the chart.
+ROLES = {
+    "ours": Role("ours: the io_uring hashers (blues)", ("#1f5fbf", "#6aa5e0", "#0b2e6b", "#3d8fd6", "#9cc3ea")),
+    "reader": Role("readers: cat, dd, fio, tar, reader [[commands]] (greys; the speed limit)",
+                   ("#555555", "#8c8c8c", "#333333", "#737373", "#9a9a9a")),
+    "b3sum": Role("b3sum, the official BLAKE3 (orange)", ("#e6730b", "#f2a65a")),
+    "xxhsum": Role("xxhsum, a non-cryptographic hash (magenta)", ("#b5179e", "#e05fc8")),
+    "command": Role("other [[commands]] (greens)", ("#2e8b3a", "#7cc46b", "#1b5e20")),
+}
 
 
-FALLBACK_COLOURS = ["#17becf", "#bcbd22", "#393b79", "#637939", "#843c39"]
+# uring_b3sum, the one we ship, takes the family's main blue; the article's variants the others.
+_OURS_ORDER = ["uring_b3sum"] + [v.name for v in VARIANT_LIST if v.name != "uring_b3sum"]
+
+
+def role(tool: str) -> str:
+    """The role of a runs.csv `tool`: ours, reader, b3sum, xxhsum or command."""
+    if tool == "hasher":
+        return "ours"
+    if tool == READER or (tool in TOOLS and TOOLS[tool].reads_only):
+        return "reader"
+    return tool if tool in ("b3sum", "xxhsum") else "command"
+
+
+def _tool_of(variant: str) -> str:
+    return "hasher" if variant in _OURS_ORDER else variant if variant in TOOLS else COMMAND
+
+
+def colour(variant: str, tool: str | None = None) -> str:
+    """The colour of a command: its role's family, one member per variant (a hasher variant, a
+    baseline tool, or a [[commands]] entry, which needs its tool: reader or command)."""
+    family = ROLES[role(tool or _tool_of(variant))].colours
+    if variant in _OURS_ORDER:
+        return family[_OURS_ORDER.index(variant) % len(family)]
+    if variant in TOOLS and TOOLS[variant].reads_only:
+        readers = [t.name for t in TOOL_LIST if t.reads_only]
+        return family[readers.index(variant) % len(family)]
+    return family[0] if variant in TOOLS else family[sum(map(ord, variant)) % len(family)]
+
+
+def role_handles(tools: object) -> list[Patch]:
+    """Legend entries for the roles of the given runs.csv tools, in the order of ROLES."""
+    present = {role(str(t)) for t in tools}  # type: ignore[attr-defined]
+    return [Patch(facecolor=r.colours[0], edgecolor="none", label=r.legend)
+            for name, r in ROLES.items() if name in present]
 
 
 RUN_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
@@ -50,14 +98,6 @@ def command_name(label: str) -> str:
 def short_label(label: str) -> str:
     """Labels as shown on charts: the `liburing_b3sum_` prefix dropped, nothing else changed."""
     return label.replace("liburing_b3sum_", "")
-
-
-def colour(variant: str) -> str:
-    if variant in HASHER_COLOURS:
-        return HASHER_COLOURS[variant]
-    if variant in BASELINE_COLOURS:
-        return BASELINE_COLOURS[variant]
-    return FALLBACK_COLOURS[sum(map(ord, variant)) % len(FALLBACK_COLOURS)]
 
 
 def short_cpu(model: str | None) -> str:
@@ -160,14 +200,24 @@ def tied_with_fastest(runs: pd.DataFrame, labels: list[str]) -> list[str]:
     return [best, *verdict.tied_with(times, best, [lbl for lbl, _ in ranked])]
 
 
+REFERENCE_TOOLS = ("b3sum", "cat")
+
+
 def hasher_stats(run: Run, file_size: int | None = None) -> tuple[pd.DataFrame, int]:
-    """command_stats for one file size, with the paired ratio to the limit and speed-ups over
-    b3sum and cat."""
+    """command_stats for one file size, with the paired ratio to the limit and to b3sum and cat
+    (harness.stats.RATIO_CONVENTION): `{tool}_ratio`, `{tool}_low`, `{tool}_high` = this command's
+    time / the reference's in the same round, median over rounds and its 95% interval."""
     runs, size = for_size(run, file_size)
     stats = with_limit_ratios(command_stats(runs), runs)
-    for tool in ("b3sum", "cat"):
+    times = verdict.by_round(runs)
+    for tool in REFERENCE_TOOLS:
         ref = reference(stats, tool)
-        stats[f"speedup_{tool}"] = ref["median_s"] / stats["median_s"] if ref is not None else np.nan
+        ref_times = times.get(str(ref["label"])) if ref is not None else None
+        estimates = [verdict.paired(times[lbl], ref_times) if ref_times and lbl in times else None
+                     for lbl in stats["label"].astype(str)]
+        for column, part in (("ratio", "median"), ("low", "low"), ("high", "high")):
+            stats[f"{tool}_{column}"] = [getattr(e, part) if e is not None and e.n else np.nan
+                                         for e in estimates]
     return stats, size
 
 

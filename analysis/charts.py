@@ -19,9 +19,9 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from analysis.load import Run, load_trace, speed_limit  # noqa: E402
-from analysis.chart_data import (GB, RUN_COLOURS, Skip, as_ran, colour, command_name, for_size, gbps_text,  # noqa: E402
-                                 hasher_stats, machine, reference, rounds, run_date, run_legend, short_label,
-                                 size_text, subtitle, tied_with_fastest)
+from analysis.chart_data import (GB, REFERENCE_TOOLS, RUN_COLOURS, Skip, as_ran, colour, command_name,  # noqa: E402
+                                 for_size, gbps_text, hasher_stats, machine, reference, role_handles, rounds,
+                                 run_date, run_legend, short_label, size_text, subtitle, tied_with_fastest)
 from harness import verdict  # noqa: E402
 from harness.results import command_stats, succeeded  # noqa: E402
 from harness.units import about_size, format_size  # noqa: E402
@@ -61,7 +61,7 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
     fig, ax = plt.subplots(figsize=(10, 1.6 + 0.38 * len(stats)), layout="constrained")
     rng = np.random.default_rng(0)
     for y, row in stats.iterrows():
-        c = colour(row["variant"])
+        c = colour(str(row["variant"]), str(row["tool"]))
         walls = seconds[ok["label"] == row["label"]].dropna().to_numpy()
         if not len(walls):
             ax.text(0.01, y, "all executions failed", transform=ax.get_yaxis_transform(),
@@ -81,8 +81,8 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
              + (f"  ({f} failed)" if f else "")
              for lbl, tool, f in zip(stats["label"], stats["tool"], stats["failed"])]
     ax.set_yticks(range(len(stats)), names, fontsize=8)
-    for tick, variant in zip(ax.get_yticklabels(), stats["variant"]):
-        tick.set_color(colour(variant))
+    for tick, variant, tool in zip(ax.get_yticklabels(), stats["variant"], stats["tool"]):
+        tick.set_color(colour(str(variant), str(tool)))
     limit = speed_limit(run, size)
     lo = float(np.nanmin(seconds))
     hi = float(np.nanmax(seconds))
@@ -103,6 +103,8 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
     top.xaxis.set_major_formatter("{x:g}")
     top.set_xlabel("throughput (GB/s)")
     ax.grid(axis="x", alpha=0.3)
+    fig.legend(handles=role_handles(stats["tool"]), loc="outside lower center", ncols=2, fontsize=8,
+               frameon=False)
     shaded = ("shaded: the fastest hasher and the " + f"{len(tied) - 1} tied with it" if len(tied) > 1
               else "shaded: the fastest hasher (no other is tied with it)") if tied else ""
     ax.set_title(f"Ranking of every command by median time; {shaded}\n{subtitle(run, size)}", fontsize=10)
@@ -211,7 +213,7 @@ def chart_in_flight(run: Run, labels: list[str] | None = None) -> Figure | Skip:
         trace = load_trace(run, label)
         qd = stats.loc[label, "queue_depth"] if label in stats.index else pd.NA
         qd = int(qd) if qd is not pd.NA else int(trace["in_flight"].max())
-        c = colour(str(stats.loc[label, "variant"])) if label in stats.index else "black"
+        c = colour(str(stats.loc[label, "variant"]), "hasher") if label in stats.index else "black"
         series_ax.step(trace["time_ms"], trace["in_flight"], where="post", color=c, linewidth=0.8,
                        rasterized=len(trace) > 2000)
         counts = trace["in_flight"].value_counts(normalize=True).reindex(range(qd + 1), fill_value=0)
@@ -239,8 +241,8 @@ def chart_in_flight(run: Run, labels: list[str] | None = None) -> Figure | Skip:
 
 def chart_limit_ratio(run: Run, file_size: int | None = None) -> Figure | Skip:
     """How much longer than the fastest plain read does each hasher configuration take (its time
-    / the speed limit in the same round, median and 95% interval), and how much faster is it than
-    b3sum and than cat?"""
+    / the speed limit in the same round, median and 95% interval), and what share of b3sum's and
+    of cat's time does it take (time ratios, paired per round)?"""
     stats, size = hasher_stats(run, file_size)
     limit = speed_limit(run, size)
     if not limit:
@@ -250,31 +252,38 @@ def chart_limit_ratio(run: Run, file_size: int | None = None) -> Figure | Skip:
     if not len(hashers):
         return Skip("no hasher configurations in the run")
     hashers = hashers.reset_index(drop=True)
-    fig, ax = plt.subplots(figsize=(10, 1.6 + 0.38 * len(hashers)), layout="constrained")
+    fig, ax = plt.subplots(figsize=(11, 1.9 + 0.38 * len(hashers)), layout="constrained")
     ratios = hashers["limit_ratio"].to_numpy(dtype=float)
     err = np.vstack([ratios - hashers["limit_low"].to_numpy(dtype=float),
                      hashers["limit_high"].to_numpy(dtype=float) - ratios])
     ax.errorbar(ratios, range(len(hashers)), xerr=err, fmt="none", ecolor="#555555", capsize=3,
                 linewidth=1)
-    ax.scatter(ratios, range(len(hashers)), color=[colour(v) for v in hashers["variant"]], s=40, zorder=3)
+    ax.scatter(ratios, range(len(hashers)), color=[colour(str(v), "hasher") for v in hashers["variant"]],
+               s=40, zorder=3)
     ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
+    numbers = []  # a column right of the plot, so the axis spans the data and nothing more
     for y, row in hashers.iterrows():
         if row["limit_ratio"] != row["limit_ratio"]:
             ax.text(0.01, y, "no executions in a round with a limit", va="center", fontsize=8,
                     color="#d62728", transform=ax.get_yaxis_transform())
+            numbers.append("-")
             continue
         parts = [f"{row['limit_ratio']:.2f} [{row['limit_low']:.2f}, {row['limit_high']:.2f}]"]
-        parts += [f"×{row[f'speedup_{t}']:.2f} vs {t}" for t in ("b3sum", "cat")
-                  if row[f"speedup_{t}"] == row[f"speedup_{t}"]]
-        ax.text(row["limit_high"], y, "  " + ", ".join(parts), va="center", fontsize=8,
-                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+        parts += [f"{row[f'{t}_ratio']:.2f}× {t}'s time" for t in REFERENCE_TOOLS
+                  if row[f"{t}_ratio"] == row[f"{t}_ratio"]]
+        numbers.append(" · ".join(parts))
     ax.set_yticks(range(len(hashers)), [short_label(command_name(x)) for x in hashers["label"]],
                   fontsize=8)
+    right = ax.secondary_yaxis("right")
+    right.set_yticks(range(len(hashers)), numbers, fontsize=8)
+    right.tick_params(length=0)
     low = float(np.nanmin(hashers["limit_low"])) if hashers["limit_low"].notna().any() else 1.0
     high = float(np.nanmax(hashers["limit_high"])) if hashers["limit_high"].notna().any() else 1.0
-    ax.set_xlim(min(0.95, low - 0.05), 1 + (max(high, 1.05) - 1) * 1.8 + 0.1)
+    low, high = min(low, 1.0), max(high, 1.0)
+    margin = 0.04 * (high - low) + 0.01
+    ax.set_xlim(low - margin, high + margin)
     refs = []
-    for tool in ("b3sum", "cat"):
+    for tool in REFERENCE_TOOLS:
         ref = reference(stats, tool)
         if ref is not None:
             refs.append(f"{tool} = {ref['label']} ({ref['median_s']:.3f} s)")
@@ -282,9 +291,11 @@ def chart_limit_ratio(run: Run, file_size: int | None = None) -> Figure | Skip:
                   f"fastest plain read ({limit.seconds:.3f} s median, {short_label(limit.set_by)} in "
                   f"{limit.set_by_rounds} of {len(limit.set_in_round)} rounds)")
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(f"Hasher time relative to the speed limit"
-                 f"{'; speed-ups vs ' + ', '.join(refs) if refs else ''}\n{subtitle(run, size)}",
-                 fontsize=10)
+    fig.legend(handles=role_handles(["hasher"]), loc="outside lower center", fontsize=8, frameon=False)
+    ax.set_title("Hasher time / the speed limit, and at right / b3sum's and cat's time: time ratios paired "
+                 "per round, below 1 = less time\n"
+                 + ("references: " + ", ".join(refs) if refs else "no b3sum or cat in the run")
+                 + f"\n{subtitle(run, size)}", fontsize=10)
     return fig
 
 
@@ -302,7 +313,8 @@ def chart_scaling(run: Run) -> Figure | Skip:
     for command, g in stats[stats["median_s"].notna()].groupby("command", sort=True):
         g = g.sort_values("file_size")
         ax.plot(g["file_size"].astype(float), g["median_s"], marker="o", markersize=4,
-                color=colour(str(g["variant"].iloc[0])), label=short_label(command), alpha=0.8)
+                color=colour(str(g["variant"].iloc[0]), str(g["tool"].iloc[0])), label=short_label(command),
+                alpha=0.8)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks([float(s) for s in sizes], [format_size(int(s)) for s in sizes])
@@ -335,7 +347,7 @@ def chart_small_files(run: Run) -> Figure | Skip:
     used: dict[str, int] = {}  # commands of one tool share its colour: told apart by the line
     for command, g in stats[stats["median_Bps"].notna()].groupby("command", sort=True):
         g = g.sort_values("mean_size")
-        c = colour(str(g["variant"].iloc[0]))
+        c = colour(str(g["variant"].iloc[0]), str(g["tool"].iloc[0]))
         used[c] = used.get(c, -1) + 1
         ax.plot(g["mean_size"].astype(float), g["median_Bps"] / GB, marker="o", markersize=4, color=c,
                 linestyle=("-", "--", ":", "-.")[used[c] % 4], label=short_label(command), alpha=0.85)

@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from analysis.chart_data import GB, Skip, colour, subtitle  # noqa: E402
+from analysis.chart_data import GB, ROLES, Skip, subtitle  # noqa: E402
 from analysis.load import Run  # noqa: E402
 from harness import robust, stats, verdict  # noqa: E402
 
@@ -25,6 +25,20 @@ def _configurations(rows: object, cond: str) -> dict[str, str]:
     """label -> configuration (the label without its condition) of the hashers and b3sum."""
     ok = rows[rows["tool"].isin(COMPARED_TOOLS)]  # type: ignore[index]
     return {str(lbl): robust.configuration(str(lbl), cond) for lbl in ok["label"].unique()}
+
+
+def _is_b3sum(config: str) -> bool:
+    return config.split()[0] == "b3sum"  # not b3sum_pread, one of ours
+
+
+def _role_colours(configs: list[str]) -> dict[str, str]:
+    """configuration -> colour: b3sum's in its orange family, ours in the blues, one member each."""
+    out: dict[str, str] = {}
+    for family, members in (("b3sum", [c for c in configs if _is_b3sum(c)]),
+                            ("ours", [c for c in configs if not _is_b3sum(c)])):
+        colours = ROLES[family].colours
+        out.update({c: colours[i % len(colours)] for i, c in enumerate(members)})
+    return out
 
 
 def chart_conditions(run: Run) -> Figure | Skip:
@@ -64,6 +78,9 @@ def chart_conditions(run: Run) -> Figure | Skip:
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.5))
     ax.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=8)
     ax.set_yticks(range(len(configs)), configs, fontsize=8)
+    colours = _role_colours(configs)
+    for tick, config in zip(ax.get_yticklabels(), configs):
+        tick.set_color(colours[config])
     fig.colorbar(image, ax=ax, label="time / the condition's speed limit", shrink=0.8)
     pick = verdict.robust_pick(run.runs)
     ax.set_title("Each configuration under each machine condition: time / the condition's fastest plain read\n"
@@ -105,12 +122,13 @@ def chart_read_caps(run: Run) -> Figure | Skip:
     limits.sort()
     ax.plot([x / GB for x, _ in limits], [y / GB for _, y in limits], color="grey", linestyle="--",
             linewidth=2, label="the fastest plain read (the limit)")
+    colours = _role_colours(sorted(lines))
     for config, points in sorted(lines.items()):
         points.sort()
         xs = np.array([p[0] for p in points]) / GB
         ax.errorbar(xs, [p[1] / GB for p in points],
                     yerr=[[(p[1] - p[2]) / GB for p in points], [(p[3] - p[1]) / GB for p in points]],
-                    marker="o", capsize=3, label=config, color=None if "b3sum" in config else colour(config.split()[0]))
+                    marker="o", capsize=3, label=config, color=colours[config])
     ax.set_xlabel("disk read rate (GB/s): the cap, or the disk's own (its fastest plain read) where uncapped")
     ax.set_ylabel("median throughput (GB/s)")
     ax.legend(fontsize=8)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import results as harness_results
-from harness import verdict
+from harness import stats, verdict
 from harness.verdict import SpeedLimit
 
 RUNS_CSV = harness_results.RUNS_CSV
@@ -56,6 +56,13 @@ class Run:
     def argvs(self) -> dict[str, list[str]]:
         """label -> argv of every command in plan.json."""
         return {str(c.get("label")): [str(a) for a in c.get("argv", [])] for c in self.plan.get("commands", [])}
+
+    @property
+    def decision_confidence(self) -> float:
+        """The confidence the run's decision is made at: stricter than 95% for a run --until-decided,
+        which looked several times (meta.json `sequential`, harness/sequential.py)."""
+        looks = self.meta.get("sequential") or {}
+        return float(looks.get("confidence", stats.CONFIDENCE))
 
     @property
     def cache(self) -> str:

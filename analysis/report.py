@@ -1,16 +1,13 @@
 """Write a run's report: every chart as PNG and SVG, summary.md, summary.json and a
-self-contained report.html.
+self-contained report.html (analysis/report_html.py).
 
 The first run directory given is the one reported on; the others only join the across-runs
 chart. summary.md is the source of the HTML page's text (a small Markdown subset); it opens with
-the headline (harness/verdict.py), as summary.json does.
+the ratio convention and the headline (harness/verdict.py), as summary.json does.
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,20 +17,14 @@ import matplotlib.pyplot as plt
 
 from analysis import chart_data, charts, condition_charts
 from analysis.load import Run, speed_limit
+from analysis.report_html import Chart, report_html
 from harness.results import command_stats, succeeded
 from harness import results as harness_results
 from harness import robust, verdict
+from harness.stats import RATIO_CONVENTION
 
 matplotlib.rcParams["svg.hashsalt"] = "ringsum"  # stable element ids: same data, same SVG
 SAVE_OPTIONS = {"dpi": 110, "bbox_inches": "tight"}
-
-
-@dataclass
-class Chart:
-    name: str  # file stem
-    title: str
-    question: str  # the chart function's docstring
-    skipped: str | None = None  # reason when the data does not support it
 
 
 @dataclass
@@ -71,7 +62,10 @@ def _chart_jobs(runs: list[Run], trace_labels: list[str] | None) -> list[tuple[s
 
 def _save(fig: plt.Figure, out: Path, name: str) -> None:
     fig.savefig(out / f"{name}.png", metadata={"Software": None}, **SAVE_OPTIONS)
-    fig.savefig(out / f"{name}.svg", metadata={"Date": None, "Creator": None}, **SAVE_OPTIONS)
+    # Text as text, not as glyph outlines: a third of the size, and searchable in the page.
+    # The one font the layout was measured with: matplotlib would name its whole fallback list in every text.
+    with matplotlib.rc_context({"svg.fonttype": "none", "font.sans-serif": ["DejaVu Sans"]}):
+        fig.savefig(out / f"{name}.svg", metadata={"Date": None, "Creator": None}, **SAVE_OPTIONS)
     plt.close(fig)
 
 
@@ -89,6 +83,10 @@ def _interval(low: float, high: float) -> str:
     return "-" if low != low else f"{low:.3f}–{high:.3f}"
 
 
+def _ratio(median: float, low: float, high: float) -> str:
+    return "-" if median != median else f"{median:.3f} [{low:.3f}, {high:.3f}]"
+
+
 def headline_markdown(run: Run) -> list[str]:
     """The headline (harness/verdict.py) as a section of bullets; with several machine conditions,
     each one's winner and the robust pick first."""
@@ -98,7 +96,7 @@ def headline_markdown(run: Run) -> list[str]:
         pick = verdict.robust_pick(run.runs)
         lines += ["## Across machine conditions", "",
                   f"- **robust pick**: {pick.text() if pick else '- (no hasher configuration ran in every condition)'}",
-                  "", "| condition | speed limit | best hasher | × limit | vs b3sum |", "| --- | ---: | --- | ---: | --- |"]
+                  "", "| condition | speed limit | best hasher | × limit | × b3sum |", "| --- | ---: | --- | ---: | --- |"]
         for cond in names:
             h = verdict.headline(run.runs, run.cache, run.argvs, None, cond)
             lines.append(f"| {cond} | {h.limit.text().split(',')[0] if h.limit else '-'} |"
@@ -107,7 +105,7 @@ def headline_markdown(run: Run) -> list[str]:
                          f" {f'{h.b3sum.ratio.text(2)} ({h.b3sum.outcome})' if h.b3sum else '-'} |")
         lines += ["", "Time ratios, paired per round: median [95% interval]. The headline below is the "
                       f"first condition's ({names[0]}).", ""]
-    h = verdict.headline(run.runs, run.cache, run.argvs)
+    h = verdict.headline(run.runs, run.cache, run.argvs, confidence=run.decision_confidence)
     lines += [f"## {h.title()}", ""]
     for what, text in h.items():
         shown = f"`{text}`" if what == "command" else text
@@ -145,7 +143,8 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
     files = ", ".join(f"`{f}`" for f in df["file"].dropna().unique())
     config = (run.meta.get("options") or {}).get("config_path") or \
         (run.meta.get("config") or {}).get("path", "?")
-    lines = [f"# ringsum report: {run.path.name}", "", *headline_markdown(run), "", "## Run", "",
+    lines = [f"# ringsum report: {run.path.name}", "", f"Ratios: {RATIO_CONVENTION}.", "",
+             *headline_markdown(run), "", "## Run", "",
              f"- run directory: `{run.path}`",
              f"- date: {run.meta.get('started_at', '?')} to {run.meta.get('finished_at') or 'unfinished'}",
              f"- config: `{config}`, git commit `{str(run.meta.get('git_commit') or '?')[:12]}`"
@@ -189,19 +188,21 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
     hstats, size = chart_data.hasher_stats(run)
     best = hstats[(hstats["tool"] == "hasher") & hstats["median_s"].notna()].sort_values("median_s")
     best = best.groupby("variant", sort=False).head(1)
-    refs = {t: chart_data.reference(hstats, t) for t in ("b3sum", "cat")}
+    refs = {t: chart_data.reference(hstats, t) for t in chart_data.REFERENCE_TOOLS}
     lines += ["", f"## Best configuration per hasher variant ({chart_data.size_text(size)} file)", ""]
     refs_text = ", ".join(f"{t} = `{r['label']}` ({r['median_s']:.3f} s)"
                           for t, r in refs.items() if r is not None)
-    lines.append("Speed-up = reference median / configuration median"
+    lines.append("× b3sum, × cat: the configuration's time / the reference's in the same round, median"
+                 " [95% interval]; below 1 it takes less time"
                  + (f"; references: {refs_text}." if refs_text else " (no b3sum or cat in the run)."))
-    lines += ["", "| variant | best configuration | median (s) | GB/s | × limit | 95% interval | vs b3sum |"
-                  " vs cat |",
+    lines += ["", "| variant | best configuration | median (s) | GB/s | × limit | 95% interval | × b3sum |"
+                  " × cat |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in best.itertuples():
         lines.append(f"| {r.variant} | {r.label} | {_sec(r.median_s)} | {_num(r.median_Bps / 1e9, 3)} |"
                      f" {_num(r.limit_ratio, 3)} | {_interval(r.limit_low, r.limit_high)} |"
-                     f" {_num(r.speedup_b3sum, 3)} | {_num(r.speedup_cat, 3)} |")
+                     f" {_ratio(r.b3sum_ratio, r.b3sum_low, r.b3sum_high)} |"
+                     f" {_ratio(r.cat_ratio, r.cat_low, r.cat_high)} |")
     if not len(best):
         lines.append("| - | no successful hasher execution | - | - | - | - | - | - |")
 
@@ -228,79 +229,6 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --- report.html ---
-
-def _inline(text: str) -> str:
-    text = html.escape(text, quote=False)
-    text = _sub(r"\*\*(.+?)\*\*", "<strong>{}</strong>", text)
-    return _sub(r"`([^`]+)`", "<code>{}</code>", text)
-
-
-def _sub(pattern: str, template: str, text: str) -> str:
-    return re.sub(pattern, lambda m: template.format(m.group(1)), text)
-
-
-def markdown_to_html(markdown: str) -> str:
-    """The Markdown subset summary.md uses: headings, bullets, pipe tables, code blocks, text."""
-    out: list[str] = []
-    lines = markdown.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("```"):
-            end = lines.index("```", i + 1)
-            out.append("<pre><code>" + html.escape("\n".join(lines[i + 1:end])) + "</code></pre>")
-            i = end + 1
-            continue
-        if line.startswith("#"):
-            level = len(line) - len(line.lstrip("#"))
-            out.append(f"<h{level}>{_inline(line[level:].strip())}</h{level}>")
-        elif line.startswith("| "):
-            rows = []
-            while i < len(lines) and lines[i].startswith("|"):
-                rows.append([c.strip() for c in lines[i].strip("|").split("|")])
-                i += 1
-            aligns = ["right" if c.endswith(":") else "left" for c in rows[1]]
-            head = "".join(f"<th>{_inline(c)}</th>" for c in rows[0])
-            body = "".join("<tr>" + "".join(f'<td style="text-align:{a}">{_inline(c)}</td>'
-                                            for c, a in zip(r, aligns)) + "</tr>" for r in rows[2:])
-            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-            continue
-        elif line.startswith("- "):
-            items = []
-            while i < len(lines) and lines[i].startswith("- "):
-                items.append(f"<li>{_inline(lines[i][2:])}</li>")
-                i += 1
-            out.append("<ul>" + "".join(items) + "</ul>")
-            continue
-        elif line.strip():
-            out.append(f"<p>{_inline(line)}</p>")
-        i += 1
-    return "\n".join(out)
-
-
-STYLE = """body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:0.85em}td,th{border:1px solid #ccc;padding:2px 6px}
-th{background:#eee}code,pre{background:#f5f5f5}pre{padding:0.5em;overflow-x:auto}
-figure{margin:2em 0}img{max-width:100%}figcaption{font-style:italic;margin-bottom:0.5em}"""
-
-
-def report_html(summary: str, report: Report) -> str:
-    figures = []
-    for c in report.charts:
-        if c.skipped:
-            continue
-        data = base64.b64encode((report.out / f"{c.name}.png").read_bytes()).decode("ascii")
-        figures.append(f'<figure id="{c.name}"><h2>{html.escape(c.title)}</h2>'
-                       f"<figcaption>{html.escape(c.question)}</figcaption>"
-                       f'<img alt="{html.escape(c.title)}" src="data:image/png;base64,{data}">'
-                       "</figure>")
-    title = summary.splitlines()[0].lstrip("# ")
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}"
-            f"</title><style>{STYLE}</style></head><body>\n{markdown_to_html(summary)}\n"
-            + "\n".join(figures) + "\n</body></html>\n")
-
-
 def write_report(runs: list[Run], out: Path | None = None,
                  trace_labels: list[str] | None = None) -> Report:
     """Write charts, summary.md and report.html for runs[0] (+ across-runs) into out."""
@@ -320,6 +248,8 @@ def write_report(runs: list[Run], out: Path | None = None,
     summary = summary_markdown(runs, report)
     (out / "summary.md").write_text(summary, encoding="utf-8")
     harness_results.write_json_atomic(out / harness_results.SUMMARY_JSON,
-                                      verdict.summary_json(runs[0].runs, runs[0].cache, runs[0].argvs))
-    report.html_path.write_text(report_html(summary, report), encoding="utf-8")
+                                      verdict.summary_json(runs[0].runs, runs[0].cache, runs[0].argvs,
+                                                           runs[0].decision_confidence)
+                                      | ({"sequential": runs[0].meta["sequential"]} if runs[0].meta.get("sequential") else {}))
+    report.html_path.write_text(report_html(summary, report.charts, out), encoding="utf-8")
     return report

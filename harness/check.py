@@ -74,6 +74,10 @@ class Settings:
     resamples: int = RESAMPLES
     seed: int = SEED
     min_runs: int = MIN_RUNS
+    # What `ringsum compare` (harness/compare.py) reads differently from a regression check:
+    figures: tuple[str, ...] = FIGURES  # estimated, in this order; the verdict rests on the first a command has
+    judge_references: bool = False  # a check leaves cat and fio unjudged: they normalise the others
+    equivalence: bool = False  # "no change" only for an interval inside ±threshold (decide())
 
 
 @dataclass
@@ -177,14 +181,17 @@ def paired_ratio(baseline: Sample, current: Sample, confidence: float) -> tuple[
     return float(np.median([b[k] for k in keys])), float(np.median([c[k] for k in keys])), ratio
 
 
-def decide(low: float, high: float, threshold: float) -> str:
+def decide(low: float, high: float, threshold: float, equivalence: bool = False) -> str:
     """"no change" only when the interval rules out a change beyond the threshold on one side at
-    least; an interval that reaches past both (a 3-round run: [-90%, +909%]) cannot tell."""
+    least; an interval that reaches past both (a 3-round run: [-90%, +909%]) cannot tell.
+    `equivalence`: "no change" only when it rules out both, the whole interval inside ±threshold
+    (a reader asking "did it change?" must not read "no change" into [-2%, +8%])."""
     if low > 1 + threshold:
         return REGRESSION
     if high < 1 - threshold:
         return IMPROVEMENT
-    if low < 1 - threshold and high > 1 + threshold:
+    beyond = (low < 1 - threshold, high > 1 + threshold)
+    if any(beyond) if equivalence else all(beyond):
         return INCONCLUSIVE
     return NO_CHANGE
 
@@ -218,15 +225,15 @@ def compare_command(label: str, baseline: RunData, current: RunData, settings: S
         paired_coverage = ratio.confidence
         if ratio.n >= settings.min_runs:
             cmp.estimates["paired"] = Estimate("paired", base, cur, ratio.median, ratio.low, ratio.high)
-    for fig in FIGURES[1:]:
-        if fig == "raw" and not fingerprint_match:
+    for fig in settings.figures:
+        if fig == "paired" or (fig == "raw" and not fingerprint_match):
             continue
         if len(b[fig]) >= settings.min_runs and len(c[fig]) >= settings.min_runs:
             ratio, low, high = bootstrap_ratio(b[fig], c[fig], settings.confidence, settings.resamples, rng)
             cmp.estimates[fig] = Estimate(fig, b[fig].value, c[fig].value, ratio, low, high)
     if label in current.failures:
         cmp.verdict, cmp.reason = FAILED, current.failures[label]
-    elif tool in REFERENCE_TOOLS:
+    elif tool in REFERENCE_TOOLS and not settings.judge_references:
         cmp.verdict = REFERENCE  # it normalises the others; not judged
     elif min(cmp.baseline_n, cmp.current_n) < settings.min_runs:
         cmp.verdict = TOO_FEW
@@ -240,9 +247,9 @@ def compare_command(label: str, baseline: RunData, current: RunData, settings: S
         cmp.verdict = NOT_COMPARABLE
         cmp.reason = "different machine fingerprint and no cat or fio reference in both runs"
     else:
-        cmp.primary = next(f for f in FIGURES if f in cmp.estimates)
+        cmp.primary = next(f for f in settings.figures if f in cmp.estimates)
         e = cmp.estimates[cmp.primary]
-        cmp.verdict = decide(e.low, e.high, settings.threshold)
+        cmp.verdict = decide(e.low, e.high, settings.threshold, settings.equivalence)
     return cmp
 
 

@@ -3,6 +3,7 @@ times and the reference's in the same rounds (cat, fio; ones for raw), and an A/
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,12 @@ from harness.config_schema import BASELINE_PREFIX
 
 class CheckError(Exception):
     """The comparison cannot be made at all (missing baseline, unreadable run). Exit 2."""
+
+
+# Without these a file is no runs table, whatever else it holds: every figure needs them, and every
+# row says what ran on what (a failed execution has no wall time or exit code; nothing lacks the rest).
+REQUIRED_COLUMNS = ("label", "tool", "file", "file_size", "cache", "round", "wall_s", "exit_code")
+NEVER_BLANK = REQUIRED_COLUMNS[:6]
 
 
 @dataclass
@@ -79,12 +86,44 @@ def reference_times(runs: Any) -> dict[str, dict[tuple[str, int], float]]:
     return refs
 
 
+def _read(run_dir: Path, name: str, reader: Callable[[Path], Any]) -> Any:
+    """reader(run_dir / name), any way it fails one CheckError line naming the file. A symlink is
+    refused: a run directory's files are its own, and one planted there could make ringsum read
+    (and quote in an error) any file the user can."""
+    path = run_dir / name
+    if path.is_symlink():
+        raise CheckError(f"{run_dir}: {name} is a symlink, not the run's own file")
+    try:
+        return reader(path)
+    except (OSError, ValueError, KeyError, TypeError, csv.Error) as e:  # JSON and UTF-8 errors are ValueErrors
+        raise CheckError(f"{run_dir}: {name} unreadable: {' '.join(str(e).split())}") from None
+
+
+def _runs_table(path: Path) -> Any:
+    missing = [c for c in REQUIRED_COLUMNS if c not in (res.read_header(path) or [])]
+    if missing:
+        raise ValueError(f"not a runs table (no {', '.join(missing)} column)")
+    runs = res.read_runs(path)
+    for column in NEVER_BLANK:
+        blank = runs[column].isna() | (runs[column].astype(str) == "")
+        if blank.any():
+            raise ValueError(f"row {int(blank.to_numpy().argmax()) + 1} after the header has no {column}")
+    return runs
+
+
+def _meta(path: Path) -> dict[str, Any]:
+    meta = res.read_json(path)
+    if not isinstance(meta, dict) or not isinstance(meta.get("fingerprint") or {}, dict):
+        raise ValueError("not a run's metadata (a JSON object with a fingerprint object)")
+    return meta
+
+
 def load_run(path: str | Path) -> RunData:
     p = Path(path)
     if not is_run_dir(p):
         raise CheckError(f"{p}: not a run directory (runs.csv and meta.json needed)")
-    meta = res.read_json(p / res.META_JSON)
-    runs = res.read_runs(p)
+    meta = _read(p, res.META_JSON, _meta)
+    runs = _read(p, res.RUNS_CSV, _runs_table)
     if not len(runs):
         raise CheckError(f"{p}: no executions recorded in runs.csv")
     refs = reference_times(runs)
@@ -110,7 +149,7 @@ def load_run(path: str | Path) -> RunData:
     return RunData(path=p, fingerprint_id=(meta.get("fingerprint") or {}).get("fingerprint_id"),
                    cache=caches.pop() if len(caches) == 1 else None, runs=runs,
                    samples=samples, failures=failures,
-                   counters=ctr.summarize(ctr.read(p / ctr.COUNTERS_CSV)))
+                   counters=_read(p, ctr.COUNTERS_CSV, lambda f: ctr.summarize(ctr.read(f))))
 
 
 def is_ab_run(run: RunData) -> bool:

@@ -1,4 +1,4 @@
-"""`ringsum` command line: run, plan, sysinfo, report, collect, check, baseline, instructions, tune.
+"""`ringsum` command line: run, plan, sysinfo, report, collect, check, compare, baseline, instructions, tune.
 
 Errors print `ringsum: <one line>` on stderr. Exit codes: 0 fine; 1 the run failed (hash
 mismatch, failed executions); 2 usage, config or set-up error found before anything ran;
@@ -30,6 +30,7 @@ from harness.variants import BIN_DIR_HELP
 # The subcommands whose modules load numpy and pandas: their full parsers are built only when one of
 # them is the command, so that `ringsum --help` and the others start fast.
 _HEAVY = {"check": "compare a run with a baseline run; exit 1 on a regression",
+          "compare": "each command's change from one finished run to another: faster, slower, no change",
           "baseline": "save or list baselines (results/baselines/<fingerprint_id>/)",
           "instructions": "count the instructions of hashing a hot file (callgrind)",
           "tune": "find the best hasher configuration without the full grid"}
@@ -52,6 +53,12 @@ def make_parser(command: str | None = None) -> argparse.ArgumentParser:
                    help="also run every hasher from BIN_DIR (a baseline build), labelled baseline:..., "
                         "in the same rounds (A/B; `ringsum check --against` judges such a run)")
     r.add_argument("--yes", action="store_true", help="start a plan estimated at over an hour")
+    r.add_argument("--until-decided", action="store_true",
+                   help="after the rounds, add rounds to the contenders only until the headline names a winner "
+                        "(each look stricter, so that all looks together err at most 5%%) or the budget ends")
+    r.add_argument("--budget", type=_minutes_arg, metavar="MINUTES", help="with --until-decided: time for added rounds")
+    r.add_argument("--max-rounds", type=posint_arg, metavar="N",
+                   help="with --until-decided: rounds at most (default 4 x the config's, at most 100)")
     r.add_argument("--report", action="store_true",
                    help="then `ringsum report` the run directory (unless the run exits 2); the run's exit status is kept")
     cli_info.add_parsers(sub)
@@ -66,6 +73,9 @@ def make_parser(command: str | None = None) -> argparse.ArgumentParser:
         _add_check_parsers(sub)
     if full and command in (None, "tune"):
         _add_tune_parser(sub)
+    if full and command in (None, "compare"):
+        from harness import compare
+        compare.add_parser(sub, _HEAVY["compare"])
     for name, help_text in _HEAVY.items():
         if name not in sub.choices:
             sub.add_parser(name, help=help_text, add_help=False)
@@ -142,13 +152,18 @@ def _cmd_run(a: argparse.Namespace) -> int:
     if a.config is None and a.resume is None:
         print("ringsum: run needs a CONFIG (or --resume RUN_DIR)", file=sys.stderr)
         return 2
-    if a.resume and (a.file or a.size or a.rounds or a.warm or a.bin_dir or a.against or condition_overrides(a)):
-        print("ringsum: --resume takes the run's own settings; drop --file/--size/--rounds/--warm/--bin-dir/--against "
-              "and the conditions", file=sys.stderr)
+    if a.resume and (a.file or a.size or a.rounds or a.warm or a.bin_dir or a.against or condition_overrides(a)
+                     or a.until_decided or a.budget or a.max_rounds):
+        print("ringsum: --resume takes the run's own settings; drop --file/--size/--rounds/--warm/--bin-dir/--against, "
+              "the conditions and --until-decided/--budget/--max-rounds", file=sys.stderr)
+        return 2
+    if (a.budget or a.max_rounds) and not a.until_decided:
+        print("ringsum: --budget and --max-rounds go with --until-decided", file=sys.stderr)
         return 2
     opts = Options(config_path=a.config, file=a.file, size=a.size, dir=a.dir, out=a.out,
                    rounds=a.rounds, resume=a.resume, warm=a.warm, bin_dir=a.bin_dir, seed=a.seed,
-                   against=a.against, yes=a.yes, conditions=condition_overrides(a))
+                   against=a.against, yes=a.yes, conditions=condition_overrides(a), until_decided=a.until_decided,
+                   budget_s=a.budget * 60 if a.budget else None, max_rounds=a.max_rounds)
     outcome = run(opts)
     if not a.report or outcome.code > 1 or outcome.run_dir is None:
         return outcome.code
@@ -294,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if a.cmd == "tune":
             return _cmd_tune(a)
+        if a.cmd == "compare":
+            from harness.compare import run_compare
+            return run_compare(a)
         if a.cmd in _CHECK_COMMANDS:
             return _CHECK_COMMANDS[a.cmd](a)
         if a.cmd in cli_info.COMMANDS:

@@ -113,7 +113,7 @@ def more_rounds(logs: list[float], confidence: float = stats.CONFIDENCE) -> tupl
 def options_set(label: str) -> int:
     """How many options a hasher's label names beyond its variant's defaults ('uring_b3sum defaults': 0,
     'uring_b3sum bs=4M qd=8 buf=16': 3; harness/plan.py labels a configuration by what it sets)."""
-    words = label.split()[1:]
+    words = [w for w in label.split()[1:] if not w.startswith(("@", "["))]  # not the condition's, the dataset's tags
     return 0 if words == ["defaults"] else len(words)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from harness import state as statemod
 from harness.conditions import Condition, simd_b3sum, simd_bin_dir
-from harness.config_schema import DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
+from harness.config_schema import BASELINE_PREFIX, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
 from harness.dataset import LIST_PLACEHOLDER, Dataset
 from harness.duration import Estimate, estimate, estimate_execution_s, format_duration  # noqa: F401 (re-export)
 from harness.values import Buffers, buffers
@@ -152,7 +152,8 @@ def effective_key(c: Command) -> tuple | None:
         if value is None:
             value = buffers(own).resolve(dict(out)["queue_depth"]) if k.type == "buffers" else own
         out.append((k.name, True if k.is_flag and own is True else value))
-    return (c.variant, c.argv[0], c.file, c.condition, tuple(out))
+    # an A/B run's baseline build is the other side even when it is this very binary (an A/A check)
+    return (c.label.startswith(BASELINE_PREFIX), c.variant, c.argv[0], c.file, c.condition, tuple(out))
 
 
 def knob_word(k: Knob, value: Any) -> str:

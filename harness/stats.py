@@ -33,9 +33,10 @@ import numpy as np
 CONFIDENCE = 0.95
 
 # The one way every output (text, Markdown, JSON, charts, report.html) states a comparison.
-RATIO_CONVENTION = ("every ratio is a time ratio, this command's time / the reference's time, paired "
-                    "per round and given as the median over rounds [95% interval]: below 1 is faster "
-                    "(0.80: 20% less time), an interval holding 1 is a tie; ringsum prints no speed-ups")
+RATIO_CONVENTION = ("every ratio is a time ratio, this command's time / the reference's time, given as a "
+                    "median [95% interval] (within a run paired per round; between two runs each resampled "
+                    "on its own): below 1 is faster (0.80: 20% less time), an interval holding 1 is a tie; "
+                    "ringsum prints no speed-ups")
 
 
 @dataclass(frozen=True)
