@@ -36,7 +36,7 @@ CONFIDENCE = 0.95
 RATIO_CONVENTION = ("every ratio is a time ratio, this command's time / the reference's time, given as a "
                     "median [95% interval] (within a run paired per round; between two runs each resampled "
                     "on its own): below 1 is faster (0.80: 20% less time), an interval holding 1 is a tie; "
-                    "ringsum prints no speed-ups")
+                    "the regression check writes the same ratio as a change (+5%: 1.05); ringsum prints no speed-ups")
 
 
 @dataclass(frozen=True)
