@@ -12,7 +12,7 @@ from typing import Any
 
 from harness import state as statemod
 from harness.conditions import Condition, simd_b3sum, simd_bin_dir
-from harness.config_schema import BASELINE_PREFIX, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
+from harness.config_schema import DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
 from harness.dataset import LIST_PLACEHOLDER, Dataset
 from harness.duration import Estimate, estimate, estimate_execution_s, format_duration  # noqa: F401 (re-export)
 from harness.values import Buffers, buffers
@@ -137,7 +137,7 @@ def _expand_grid(group: Group) -> list[dict[str, Any]]:
 
 
 def effective_key(c: Command) -> tuple | None:
-    """What a built hasher will run with: each knob its variant acts on, at the value given or, for
+    """What a built variant will run with: each knob its variant acts on, at the value given or, for
     a `defaults` group, the variant's own default, and a flag the variant has on as on. Two
     commands with the same key are one configuration under two labels (None: not a built hasher)."""
     if c.tool != "hasher" or c.extra == "positional" or registered_variant(c.variant) is None:
@@ -152,8 +152,7 @@ def effective_key(c: Command) -> tuple | None:
         if value is None:
             value = buffers(own).resolve(dict(out)["queue_depth"]) if k.type == "buffers" else own
         out.append((k.name, True if k.is_flag and own is True else value))
-    # an A/B run's baseline build is the other side even when it is this very binary (an A/A check)
-    return (c.label.startswith(BASELINE_PREFIX), c.variant, c.argv[0], c.file, c.condition, tuple(out))
+    return (c.variant, c.argv[0], c.file, c.condition, tuple(out))
 
 
 def knob_word(k: Knob, value: Any) -> str:
@@ -318,7 +317,8 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
                     if g not in config.limit_groups:  # the limit group overlaps the config's own readers on purpose
                         notes.append(f"group {g.name}: {c.label!r} already in group {seen[c.label]}; kept once")
                     continue
-                same = effective_key(c)
+                # a group's own binary (`path`: another build, an A/B run's baseline) is its own command
+                same = None if g.path else effective_key(c)
                 if same is not None and same in runs_as:
                     notes.append(f"group {g.name}: {c.label!r} runs as {runs_as[same]!r} does (the same "
                                  "effective configuration); kept once")

@@ -72,8 +72,11 @@ def _coverage(n: int, k: int) -> float:
 def order_index(n: int, confidence: float = CONFIDENCE) -> int:
     """The k of n values' interval [x_(k), x_(n+1-k)] at the confidence: the largest k whose
     coverage reaches it, 0 when even [min, max] covers less."""
-    k = 0
-    while k + 1 <= (n + 1) // 2 and _coverage(n, k + 1) >= confidence:
+    k, below, total = 0, 0, 2 ** n
+    while k + 1 <= (n + 1) // 2:
+        below += math.comb(n, k)  # the sum below x_(k+1): its coverage is 1 - 2 * below / 2^n
+        if 1.0 - 2.0 * below / total < confidence:
+            break
         k += 1
     return k
 
@@ -85,9 +88,7 @@ def median_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> 
     n = len(x)
     if not n:
         return Estimate(math.nan, math.nan, math.nan, 0, 0.0)
-    k = 1
-    while k + 1 <= (n + 1) // 2 and _coverage(n, k + 1) >= confidence:
-        k += 1
+    k = max(1, order_index(n, confidence))  # too few values for the confidence: [min, max], at what it covers
     return Estimate(float(np.median(x)), float(x[k - 1]), float(x[n - k]), n, _coverage(n, k))
 
 

@@ -31,7 +31,7 @@ style = "defaults"
 [[hashers]]
 name = "uring_b3sum-sized"      # huge_pages left out: uring_b3sum's own default (on), passed and recorded
 variant = "uring_b3sum"
-block_size = "4M"
+block_size = "2M"
 queue_depth = 8
 buffers = "2*queue_depth"
 
@@ -92,7 +92,7 @@ def test_uring_b3sum_rows_record_what_it_did(rows: dict[str, dict[str, str]]) ->
 def test_a_flag_left_out_is_the_variants_own(rows: dict[str, dict[str, str]]) -> None:
     """huge_pages left out of a uring_b3sum group is its own default (on): asked for, recorded, run;
     and how it hashed (a block on every core once the next is read: some share of it, or none)."""
-    row = rows["uring_b3sum bs=4M qd=8 buf=16"]
+    row = rows["uring_b3sum bs=2M qd=8 buf=16"]
     assert (row["huge_pages"], row["effective_huge_pages"], row["effective_direct"]) == ("True", "True", "True")
     assert row["effective_hashing"] == ("when-behind" if len(os.sched_getaffinity(0)) > 1 else "serial")
     assert 0.0 <= float(row["effective_parallel_share"]) <= 1.0
