@@ -183,3 +183,29 @@ def test_the_a_a_study_runs_on_real_rounds_of_two_identical_builds(tmp_path: Pat
     p = subprocess.run([sys.executable, "-m", "harness.sequential_study", str(tmp_path)], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 2 and "no runs.csv" in p.stderr
+
+
+def test_a_run_killed_in_its_added_rounds_resumes_them_and_looks_on(tmp_path: Path):
+    """As after a SIGKILL in round 5 (an added round): the rows of round 5 gone, the run not
+    finished. --resume runs round 5 again from plan.json's saved order, looks, and ends as before."""
+    import csv
+
+    run_dir, _ = _run(tmp_path, "--max-rounds", "5")
+    with open(run_dir / "runs.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    kept = [r for r in rows if r["round"] != "5"]
+    assert len(kept) < len(rows)
+    with open(run_dir / "runs.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(kept)
+    meta = json.loads((run_dir / "meta.json").read_text())
+    meta["finished_at"] = None
+    (run_dir / "meta.json").write_text(json.dumps(meta))
+    p = ringsum("run", "--resume", str(run_dir), timeout=300)
+    assert p.returncode == 0, p.stderr
+    again = read_runs(run_dir / "runs.csv")
+    assert sorted(again["round"].unique()) == [1, 2, 3, 4, 5] and len(again) == len(rows)
+    seq = json.loads((run_dir / "meta.json").read_text())["sequential"]
+    assert seq["outcome"]["stopped_by"] == "max_rounds" and seq["outcome"]["rounds"] == 5
+    assert "until decided: look after 5 rounds" in p.stderr
