@@ -208,7 +208,11 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, endi
         if validated and opts.until_decided:
             sequential.record(state.run_dir, sequential.Sequential.for_run(state.plan.rounds, opts.budget_s,
                                                                           opts.max_rounds))
-        state.sequential = sequential.recorded(res.read_json(state.run_dir / res.META_JSON))
+        meta = res.read_json(state.run_dir / res.META_JSON)
+        state.sequential = sequential.recorded(meta)
+        looked = (meta.get("sequential") or {}).get("outcome", {}).get("rounds")
+        if looked is not None and len(state.orders) > looked:  # resumed within added rounds: they count from now
+            state.added_since = time.monotonic()
         with _fio_inputs(state):
             return Outcome(_measure(state, stream, ending), state.run_dir)
 
