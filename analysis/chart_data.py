@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from analysis.load import Run
-from harness import verdict
+from harness import decision, verdict
 from harness.results import command_stats
 from harness.tools import COMMAND, READER, TOOL_LIST, TOOLS
 from harness.units import format_size
@@ -197,7 +197,7 @@ def tied_with_fastest(runs: pd.DataFrame, labels: list[str]) -> list[str]:
     if not ranked:
         return []
     best = ranked[0][0]
-    return [best, *verdict.tied_with(times, best, [lbl for lbl, _ in ranked])]
+    return [best, *decision.tied_with(times, best, [lbl for lbl, _ in ranked])]
 
 
 REFERENCE_TOOLS = ("b3sum", "cat")

@@ -16,7 +16,7 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 from analysis.chart_data import GB, ROLES, Skip, subtitle  # noqa: E402
 from analysis.load import Run  # noqa: E402
-from harness import robust, stats, verdict  # noqa: E402
+from harness import decision, robust, stats, verdict  # noqa: E402
 
 COMPARED_TOOLS = ("hasher", "b3sum")
 
@@ -61,7 +61,7 @@ def chart_conditions(run: Run) -> Figure | Skip:
         ranked = verdict.fastest(times, list(labels))
         if ranked:
             best = ranked[0][0]
-            for label in [best, *verdict.tied_with(times, best, [lbl for lbl, _ in ranked])]:
+            for label in [best, *decision.tied_with(times, best, [lbl for lbl, _ in ranked])]:
                 outlined.add((labels[label], cond))
     configs = sorted({c for c, _ in cells}, key=lambda c: (not c.startswith("uring"), "b3sum" in c, c))
     if not configs:

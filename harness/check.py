@@ -186,6 +186,8 @@ def decide(low: float, high: float, threshold: float, equivalence: bool = False)
     least; an interval that reaches past both (a 3-round run: [-90%, +909%]) cannot tell.
     `equivalence`: "no change" only when it rules out both, the whole interval inside ±threshold
     (a reader asking "did it change?" must not read "no change" into [-2%, +8%])."""
+    if not (math.isfinite(low) and math.isfinite(high)):  # an infinite or missing time tells nothing
+        return INCONCLUSIVE
     if low > 1 + threshold:
         return REGRESSION
     if high < 1 - threshold:

@@ -60,6 +60,8 @@ class Decision:
         if self.runner_up is None:
             return f"use {self.winner} (the only hasher in the run)"
         ratio = self.runner_up_ratio.text(3) if self.runner_up_ratio else "-"
+        if self.runner_up_ratio and self.runner_up_ratio.confidence < self.confidence:
+            ratio += f", min to max of {self.runner_up_ratio.n} rounds: {self.runner_up_ratio.confidence:.2%}"
         if self.decided:
             return (f"use {self.winner}: faster than every other hasher after {self.rounds} rounds "
                     f"(its time / the runner-up {self.runner_up}'s: {ratio})")
@@ -86,6 +88,13 @@ def _paired(a: RoundTimes, b: RoundTimes, confidence: float) -> stats.Estimate:
 
 def _log_ratios(a: RoundTimes, b: RoundTimes) -> list[float]:
     return [math.log(a[r] / b[r]) for r in sorted(set(a) & set(b)) if a[r] > 0 and b[r] > 0]
+
+
+def tied_with(times: dict[str, RoundTimes], best: str, labels: list[str]) -> dict[str, stats.Estimate]:
+    """The labels (other than best) whose per-round ratio best/label has an interval containing 1
+    at 95% (tune's finalists, the charts' shading)."""
+    ties = {lbl: _paired(times[best], times[lbl], stats.CONFIDENCE) for lbl in labels if lbl != best and lbl in times}
+    return {lbl: r for lbl, r in ties.items() if stats.is_tie(r)}
 
 
 def more_rounds(logs: list[float], confidence: float = stats.CONFIDENCE) -> tuple[int | None, str]:

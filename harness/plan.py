@@ -12,7 +12,7 @@ from typing import Any
 
 from harness import state as statemod
 from harness.conditions import Condition, simd_b3sum, simd_bin_dir
-from harness.config_schema import DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
+from harness.config_schema import BASELINE_PREFIX, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
 from harness.dataset import LIST_PLACEHOLDER, Dataset
 from harness.duration import Estimate, estimate, estimate_execution_s, format_duration  # noqa: F401 (re-export)
 from harness.values import Buffers, buffers
@@ -302,6 +302,7 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
     commands: list[Command] = []
     seen: dict[str, str] = {}
     runs_as: dict[tuple, str] = {}  # a hasher's effective configuration -> the label it runs under
+    merged: set[str] = set()  # labels kept once under another
     slugs: set[str] = set()
     added: list[str] = []  # commands of the limit group the config did not have
     for cond, source in itertools.product(conditions, files):
@@ -322,7 +323,10 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
                 if same is not None and same in runs_as:
                     notes.append(f"group {g.name}: {c.label!r} runs as {runs_as[same]!r} does (the same "
                                  "effective configuration); kept once")
+                    merged.add(c.label)
                     continue
+                if c.label.startswith(BASELINE_PREFIX) and c.label[len(BASELINE_PREFIX):] in merged:
+                    continue  # the twin of a command kept once: its other twin is the baseline's already
                 if same is not None:
                     runs_as[same] = c.label
                 if g in config.limit_groups:

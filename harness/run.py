@@ -153,6 +153,9 @@ def validate_new_run(opts: Options) -> Validated:
         except sequential.SequentialError as e:
             raise ConfigError(f"{config.path}: {e}") from None
     est = estimate(plan, config).total_s
+    if opts.until_decided:  # at worst every command runs up to max_rounds, or the budget is spent
+        looks = sequential.Sequential.for_run(plan.rounds, opts.budget_s, opts.max_rounds)
+        est = min(est * looks.max_rounds / plan.rounds, est + (opts.budget_s or float("inf")))
     if est > LONG_PLAN_S and not opts.yes:
         raise SetupError(f"{config.path}: the plan is estimated at {format_duration(est)} "
                          f"({plan.timed_executions} timed executions); pass --yes to start it "
@@ -323,7 +326,8 @@ def _more_rounds(state: RunState, progress: Progress) -> list[tuple[int, int]]:
     labels = sequential.next_round_labels(h)
     count = min(seq.step, seq.max_rounds - len(state.orders))
     step_s = count * sequential.round_seconds(runs, labels, state.config.run.nominal.overhead_s)
-    why = ("decided" if decision.decided else "max_rounds" if count <= 0 else
+    why = ("decided" if decision.decided else "no hasher" if decision.kind == "none" else
+           "max_rounds" if count <= 0 else
            "budget" if seq.budget_s is not None and spent + step_s > seq.budget_s else "")
     outcome = {"rounds": len(state.orders), "decided": decision.decided, "stopped_by": why or None,
                "spent_s": spent, "decision": decision.text()}

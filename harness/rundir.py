@@ -196,6 +196,7 @@ def sequential_line(data: dict) -> str:
     """summary.txt's last line for a run --until-decided: how it ended, and the confidence of its looks."""
     out = data.get("outcome", {})
     ended = {"decided": "a winner is named", "budget": "the time budget ended", None: "the run ended",
+             "no hasher": "no hasher succeeded, nothing to decide",
              "max_rounds": f"the {data['max_rounds']} rounds at most are done"}.get(out.get("stopped_by"), "?")
     return (f"until decided: {out.get('rounds', '?')} rounds, {ended}; the decision looked at most {data['looks']} "
             f"times, each at {data['confidence']:.2%} so that all of them together are wrong at most 5% of the time; "

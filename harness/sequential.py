@@ -70,8 +70,9 @@ class Sequential:
 
 def check_plan(plan: Any) -> None:
     """One workload to decide: one dataset in one condition."""
-    if len(plan.datasets) != 1 or len(plan.conditions) > 1:
-        raise SequentialError(f"--until-decided decides one workload; this plan has {len(plan.datasets)} "
+    files = {c.file for c in plan.commands}  # a RAM device's copy stands in for its source
+    if len(files) != 1 or len(plan.conditions) > 1:
+        raise SequentialError(f"--until-decided decides one workload; this plan reads {len(files)} "
                               f"datasets in {len(plan.conditions)} conditions")
     if sum(c.tool == "hasher" for c in plan.commands) < 2:
         raise SequentialError("--until-decided needs two hashers or more to decide between")

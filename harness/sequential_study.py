@@ -26,7 +26,7 @@ from harness import stats
 from harness.config_schema import BASELINE_PREFIX
 from harness.decision import decide
 from harness.results import RUNS_CSV, read_runs
-from harness.sequential import Sequential
+from harness.sequential import Sequential, SequentialError
 from harness.verdict import by_round
 
 
@@ -56,7 +56,8 @@ def pairs(run_dir: Path) -> dict[str, tuple[dict[int, float], dict[int, float]]]
         other = times.get(BASELINE_PREFIX + label)
         if other and not label.startswith(BASELINE_PREFIX):
             common = sorted(set(mine) & set(other))
-            out[label] = ({r: mine[r] for r in common}, {r: other[r] for r in common})
+            if common:
+                out[label] = ({r: mine[r] for r in common}, {r: other[r] for r in common})
     return out
 
 
@@ -78,7 +79,7 @@ def made_up_check(a: dict[int, float], b: dict[int, float], drawn: list[int], se
 def study(run_dir: Path, checks: int, rounds: int, seed: int) -> str:
     found = pairs(run_dir)
     if not found:
-        raise SystemExit(f"{run_dir}: no hasher ran beside an identical {BASELINE_PREFIX}copy "
+        raise SequentialError(f"{run_dir}: no hasher ran beside an identical {BASELINE_PREFIX}copy "
                          "(make it with `ringsum run CONFIG --against A_COPY_OF_THE_BIN_DIR`)")
     seq = Sequential.for_run(rounds, None)
     rules = [Rule(f"corrected ({seq.confidence:.2%} a look)", seq.confidence),
@@ -115,9 +116,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
     if not (a.run_dir / RUNS_CSV).is_file():
-        print(f"fatal: {a.run_dir}: no {RUNS_CSV}", file=sys.stderr)
+        print(f"sequential_study: {a.run_dir}: no {RUNS_CSV}", file=sys.stderr)
         return 2
-    print(study(a.run_dir, a.checks, a.rounds, a.seed), end="")
+    if a.checks < 1 or a.rounds < 1:
+        print("sequential_study: --checks and --rounds must be positive", file=sys.stderr)
+        return 2
+    try:
+        print(study(a.run_dir, a.checks, a.rounds, a.seed), end="")
+    except SequentialError as e:
+        print(f"sequential_study: {e}", file=sys.stderr)
+        return 2
     return 0
 
 

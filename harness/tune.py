@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from harness import emulation, progress, verdict
+from harness import decision, emulation, progress, verdict
 from harness import results as res
 from harness.config import parse_config
 from harness.knobs import load_knobs, switched_on
@@ -189,7 +189,7 @@ def pick(space: Space, r: StageResult, finalists: list[tuple[str, float]]) -> tu
     in r's rounds, the first of the tied by TIE_BREAK. Returns (label, median, tied labels)."""
     medians = dict(finalists)
     best = finalists[0][0]
-    tied = [best, *verdict.tied_with(r.times, best, list(medians))]
+    tied = [best, *decision.tied_with(r.times, best, list(medians))]
 
     def rule(label: str) -> tuple[int, int, float]:
         c = space.by_label[label]

@@ -194,10 +194,11 @@ class Versus:
 
     label: str
     ratio: stats.Estimate
+    within_noise: bool = False  # the decision's word: too few rounds for its confidence is a tie
 
     @property
     def outcome(self) -> str:
-        return stats.outcome(self.ratio)
+        return "tie" if self.within_noise else stats.outcome(self.ratio)
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "ratio": self.ratio.to_json(), "outcome": self.outcome}
@@ -255,7 +256,10 @@ class Headline:
                         f"the run's read-only commands missed a faster way to read the {'tree' if self.tree else 'file'}"))
         if self.median is not None:
             short = self.median.confidence < stats.CONFIDENCE
+            strict = self.decision and self.decision.confidence > stats.CONFIDENCE
             out.append(("intervals", f"95% for medians and per-round ratios, {INTERVAL_METHOD}"
+                        + (f"; the decision and the runner-up at {self.decision.confidence:.2%} (several looks)"
+                           if strict else "")
                         + (f"; {self.median.n} rounds give at most {self.median.confidence:.1%} (min to max)"
                            if short else "")))
         return out
@@ -286,17 +290,6 @@ def fastest(times: dict[str, RoundTimes], labels: list[str]) -> list[tuple[str, 
     """(label, median time) of the labels with data, fastest first."""
     medians = [(lbl, stats.median_interval(times[lbl].values()).median) for lbl in labels if times.get(lbl)]
     return sorted(medians, key=lambda t: (t[1], t[0]))
-
-
-def tied_with(times: dict[str, RoundTimes], best: str, labels: list[str]) -> dict[str, stats.Estimate]:
-    """The labels (other than best) whose per-round ratio best/label has an interval containing 1."""
-    out = {}
-    for label in labels:
-        if label != best and label in times:
-            ratio = paired(times[best], times[label])
-            if stats.is_tie(ratio):
-                out[label] = ratio
-    return out
 
 
 def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, file: str | None = None,
@@ -332,7 +325,8 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
     if b3sums:
         h.b3sum = Versus(b3sums[0][0], paired(mine, times[b3sums[0][0]]))
     if len(hashers) > 1:
-        h.runner_up = Versus(hashers[1][0], paired(mine, times[hashers[1][0]]))
+        d = h.decision  # the runner-up the decision names, at its confidence
+        h.runner_up = Versus(d.runner_up, d.runner_up_ratio, not d.decided) if d.runner_up and d.runner_up_ratio else None
     h.tied = h.decision.contenders[1:]
     return h
 

@@ -186,7 +186,7 @@ def test_a_clearly_faster_hasher_is_real(tmp_path):
     text = verdict.summarize(runs, "cold")
     assert "winner/runner-up 0.891 [0.889, 0.909]: the difference is real" in text
     assert ("  decision:   use A: faster than every other hasher after 5 rounds (its time / the runner-up B's: "
-            "0.891 [0.889, 0.909])\n  use:        A\n") in text
+            "0.891 [0.889, 0.909], min to max of 5 rounds: 93.75%)\n  use:        A\n") in text
 
 
 def test_no_winner_says_how_many_more_rounds_and_takes_the_simplest(tmp_path):
@@ -231,3 +231,14 @@ def test_more_rounds_estimate_and_its_limits():
     far = decision.more_rounds([-0.05, -0.05, 0.05, -0.05, 0.05, -0.05, -0.05])  # lost 2 of 7
     assert 10 < far[0] < 40 and 2 / 7 * (7 + far[0]) <= stats.order_index(7 + far[0]) - 1
     assert 2 / 7 * (6 + far[0]) > stats.order_index(6 + far[0]) - 1
+
+
+def test_a_stricter_decision_and_its_runner_up_line_agree(tmp_path):
+    """A run that looked several times decides at its stricter confidence; the runner-up line is the
+    decision's (the same hasher, the same interval) and says 'TIE' where the decision finds no winner."""
+    runs = _race(tmp_path, [0.40, 0.41, 0.40, 0.42, 0.40, 0.41], [0.45, 0.46, 0.45, 0.47, 0.44, 0.46])
+    h = verdict.headline(runs, "cold", confidence=0.995)
+    assert h.decision.kind == "no_winner" and h.runner_up.label == h.decision.runner_up
+    assert h.runner_up.ratio == h.decision.runner_up_ratio and h.runner_up.outcome == "tie"
+    items = dict(h.items())
+    assert items["runner-up"].endswith(": TIE") and "the decision and the runner-up at 99.50%" in items["intervals"]
