@@ -12,6 +12,7 @@ from matplotlib.patches import Patch
 
 from analysis.load import Run
 from harness import decision, verdict
+from harness.stats import CONFIDENCE
 from harness.results import command_stats
 from harness.tools import COMMAND, READER, TOOL_LIST, TOOLS
 from harness.units import format_size
@@ -189,15 +190,11 @@ def as_ran(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     return stats
 
 
-def tied_with_fastest(runs: pd.DataFrame, labels: list[str]) -> list[str]:
-    """The fastest of labels by median and every one the data cannot tell from it (per-round
-    ratio whose 95% interval contains 1), the fastest first."""
+def tied_with_fastest(runs: pd.DataFrame, labels: list[str], confidence: float = CONFIDENCE) -> list[str]:
+    """The fastest of labels by median and every one not clearly slower at the confidence: the
+    decision's contenders (harness/decision.py), so a chart shades what the headline names."""
     times = verdict.by_round(runs)
-    ranked = verdict.fastest(times, labels)
-    if not ranked:
-        return []
-    best = ranked[0][0]
-    return [best, *decision.tied_with(times, best, [lbl for lbl, _ in ranked])]
+    return decision.decide(times, [lbl for lbl in labels if times.get(lbl)], confidence).contenders
 
 
 REFERENCE_TOOLS = ("b3sum", "cat")

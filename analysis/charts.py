@@ -57,7 +57,8 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
     seconds = verdict.job_time(ok)  # fio by its own read time, as the limit counts it
     stats["shown_s"] = stats["label"].map(seconds.groupby(ok["label"]).median())
     stats = stats.sort_values("shown_s", ascending=False, na_position="first").reset_index(drop=True)
-    tied = tied_with_fastest(runs, list(stats.loc[stats["tool"] == "hasher", "label"].astype(str)))
+    tied = tied_with_fastest(runs, list(stats.loc[stats["tool"] == "hasher", "label"].astype(str)),
+                             run.decision_confidence)
     fig, ax = plt.subplots(figsize=(10, 1.6 + 0.38 * len(stats)), layout="constrained")
     rng = np.random.default_rng(0)
     for y, row in stats.iterrows():
@@ -105,8 +106,8 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
     ax.grid(axis="x", alpha=0.3)
     fig.legend(handles=role_handles(stats["tool"]), loc="outside lower center", ncols=2, fontsize=8,
                frameon=False)
-    shaded = ("shaded: the fastest hasher and the " + f"{len(tied) - 1} tied with it" if len(tied) > 1
-              else "shaded: the fastest hasher (no other is tied with it)") if tied else ""
+    shaded = ("shaded: the fastest hasher and the " + f"{len(tied) - 1} within noise of it" if len(tied) > 1
+              else "shaded: the fastest hasher (none other within noise of it)") if tied else ""
     ax.set_title(f"Ranking of every command by median time; {shaded}\n{subtitle(run, size)}", fontsize=10)
     return fig
 
@@ -123,7 +124,7 @@ def chart_heatmaps(run: Run, file_size: int | None = None) -> Figure | Skip:
     for (variant, direct), g in stats.groupby(["variant", stats["direct"].fillna(False)], sort=True):
         best = g.loc[g.groupby(["block_size", "queue_depth"])["median_Bps"].idxmax()]  # best config per cell
         if len(best) >= 2:
-            tied = set(tied_with_fastest(runs, list(best["label"].astype(str))))
+            tied = set(tied_with_fastest(runs, list(best["label"].astype(str)), run.decision_confidence))
             cells = best.set_index(["block_size", "queue_depth"])
             outlined = cells["label"].astype(str).isin(tied).unstack("queue_depth")
             panels.append((variant, bool(direct), cells["median_Bps"].unstack("queue_depth"), outlined))
@@ -158,7 +159,8 @@ def chart_heatmaps(run: Run, file_size: int | None = None) -> Figure | Skip:
         ax.set_axis_off()
     fig.colorbar(image, ax=axes, label="median throughput (GB/s)", shrink=0.8)
     fig.suptitle(f"Tuning: median throughput (GB/s) by block size × queue depth; outlined: the best cell "
-                 f"and every cell tied with it\n(per-round ratio to the best, 95% interval contains 1) · "
+                 f"and every cell within noise of it\n(per-round ratio to the best: its interval not wholly "
+                 f"below 1, at the decision's {run.decision_confidence:.0%}) · "
                  f"{subtitle(run, size)}", fontsize=10)
     return fig
 
