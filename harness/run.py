@@ -123,6 +123,7 @@ class Validated:
     files: list[Dataset]
     plan: Plan
     tools: dict[str, str]
+    sequential: sequential.Sequential | None = None  # --until-decided: its looks, fixed before the first round
 
 
 def validate_new_run(opts: Options) -> Validated:
@@ -146,21 +147,21 @@ def validate_new_run(opts: Options) -> Validated:
         check_hashers(plan, config.run.timeout_s)
     except HasherRejects as e:
         raise ConfigError(f"{config.path}: {e}") from None
+    looks = None
     if opts.until_decided:
         try:
             sequential.check_plan(plan)
-            sequential.Sequential.for_run(plan.rounds, opts.budget_s, opts.max_rounds)
+            looks = sequential.Sequential.for_run(plan.rounds, opts.budget_s, opts.max_rounds)
         except sequential.SequentialError as e:
             raise ConfigError(f"{config.path}: {e}") from None
     est = estimate(plan, config).total_s
-    if opts.until_decided:  # at worst every command runs up to max_rounds, or the budget is spent
-        looks = sequential.Sequential.for_run(plan.rounds, opts.budget_s, opts.max_rounds)
+    if looks:  # at worst every command runs up to max_rounds, or the budget is spent
         est = min(est * looks.max_rounds / plan.rounds, est + (opts.budget_s or float("inf")))
     if est > LONG_PLAN_S and not opts.yes:
         raise SetupError(f"{config.path}: the plan is estimated at {format_duration(est)} "
                          f"({plan.timed_executions} timed executions); pass --yes to start it "
                          "(see `ringsum plan`)")
-    return Validated(config, files, plan, tools)
+    return Validated(config, files, plan, tools, looks)
 
 
 @dataclass(frozen=True)
@@ -208,9 +209,8 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, endi
         if state is None:  # finished by another resume while this one waited for the lock
             _say_finished(Path(opts.resume or ""))
             return Outcome(0, Path(opts.resume or ""))
-        if validated and opts.until_decided:
-            sequential.record(state.run_dir, sequential.Sequential.for_run(state.plan.rounds, opts.budget_s,
-                                                                          opts.max_rounds))
+        if validated and validated.sequential:
+            sequential.record(state.run_dir, validated.sequential)
         meta = res.read_json(state.run_dir / res.META_JSON)
         state.sequential = sequential.recorded(meta)
         looked = (meta.get("sequential") or {}).get("outcome", {}).get("rounds")
