@@ -44,7 +44,7 @@ CFLAGS  += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -pthread -I$(BLAKE3) -DBLAKE3_
 	   -DRINGSUM_LIBURING_VERSION='"$(LIBURING_VERSION)"'
 LDLIBS  := -luring -ltbb -lstdc++ -pthread
 
-# SIMD levels below the CPU's (a machine condition of harness/conditions.py): BLAKE3 built without
+# SIMD levels below the CPU's (a machine condition of harness/conditions/spec.py): BLAKE3 built without
 # its AVX-512 code, or without AVX-512 and AVX2, by its own defines; the hashers in simd-<level>/bin.
 SIMD_LEVELS   := avx2 sse41
 # Build flavours, each in its own tree so that they coexist.
@@ -64,7 +64,7 @@ FLAGS_tsan    := -O1 -fsanitize=thread
 FLAGS_faults  := -DRINGSUM_FAULTS
 FLAGS_blake3join :=
 LIB_blake3join := $(BLAKE3_JOIN_LIB)
-# SIMD levels (machine conditions, harness/conditions.py): the hashers in simd-<level>/bin.
+# SIMD levels (machine conditions, harness/conditions/spec.py): the hashers in simd-<level>/bin.
 NO_SIMD_avx2  := -DBLAKE3_NO_AVX512
 NO_SIMD_sse41 := -DBLAKE3_NO_AVX512 -DBLAKE3_NO_AVX2
 $(foreach l,$(SIMD_LEVELS),$(eval DIR_$(l) := $(BUILD)/simd-$(l))$(eval LIB_$(l) := $(BUILD)/simd-$(l)/blake3/libblake3.a))
@@ -342,15 +342,15 @@ wheels: deps
 # alarms), the I/O regressions at CI's 5; about 40 minutes in all.
 # POWER_ARGS="--repeats 3" for a quick look.
 check-power: deps all $(call bins,faults)
-	$(VENV)/bin/python -m harness.power --conditions unchanged,slow5,slow10,slow20 --resampled 2000 \
+	$(VENV)/bin/python -m harness.check.power --conditions unchanged,slow5,slow10,slow20 --resampled 2000 \
 		--out $(BUILD)/power/wall $(POWER_ARGS)
-	$(VENV)/bin/python -m harness.power --conditions unchanged,depth1,buffered --rounds 5 \
+	$(VENV)/bin/python -m harness.check.power --conditions unchanged,depth1,buffered --rounds 5 \
 		--out $(BUILD)/power/io $(POWER_ARGS)
 
 # libFuzzer on the option parser for FUZZ_SECONDS (tests/test_fuzz_options.py builds the target).
 FUZZ_SECONDS ?= 300
 fuzz: deps
-	RINGSUM_FUZZ_SECONDS=$(FUZZ_SECONDS) flock "$$($(VENV)/bin/python -m harness.state lock-path)" $(VENV)/bin/python -m pytest -q -s tests/test_fuzz_options.py
+	RINGSUM_FUZZ_SECONDS=$(FUZZ_SECONDS) flock "$$($(VENV)/bin/python -m harness.machine.state lock-path)" $(VENV)/bin/python -m pytest -q -s tests/test_fuzz_options.py
 
 verify: deps-apt
 	bash hashers/model/verify.sh

@@ -11,12 +11,13 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from analysis.load import Run
-from harness import decision, verdict
+from harness.pipeline import decision
+from harness.pipeline import verdict
 from harness.stats import CONFIDENCE
-from harness.results import command_stats
-from harness.tools import COMMAND, READER, TOOL_LIST, TOOLS
+from harness.pipeline.results import command_stats
+from harness.catalog.tools import COMMAND, READER, TOOL_LIST, TOOLS
 from harness.units import format_size
-from harness.variants import VARIANT_LIST
+from harness.catalog.variants import VARIANT_LIST
 
 
 GB = 1e9
@@ -170,7 +171,7 @@ def reference(stats: pd.DataFrame, tool: str) -> pd.Series | None:
 
 def with_limit_ratios(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """stats with limit_ratio, limit_low, limit_high: each command's time / the speed limit, paired
-    per round (harness/verdict.py), its median and 95% interval; NaN without a limit."""
+    per round (harness/pipeline/verdict.py), its median and 95% interval; NaN without a limit."""
     ratios = verdict.limit_ratios(runs)
     for column, part in (("limit_ratio", "median"), ("limit_low", "low"), ("limit_high", "high")):
         stats[column] = [getattr(ratios[lbl], part) if lbl in ratios and ratios[lbl].n else np.nan
@@ -180,7 +181,7 @@ def with_limit_ratios(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 def as_ran(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """stats with `direct` as the hashers read, where they reported it (runs.csv effective_direct,
-    harness/effective.py): uring_b3sum at its defaults asks for nothing and reads cold files with
+    harness/pipeline/effective.py): uring_b3sum at its defaults asks for nothing and reads cold files with
     O_DIRECT."""
     if "effective_direct" not in runs:
         return stats
@@ -192,7 +193,7 @@ def as_ran(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 def tied_with_fastest(runs: pd.DataFrame, labels: list[str], confidence: float = CONFIDENCE) -> list[str]:
     """The fastest of labels by median and every one not clearly slower at the confidence: the
-    decision's contenders (harness/decision.py), so a chart shades what the headline names."""
+    decision's contenders (harness/pipeline/decision.py), so a chart shades what the headline names."""
     times = verdict.by_round(runs)
     return decision.decide(times, [lbl for lbl in labels if times.get(lbl)], confidence).contenders
 

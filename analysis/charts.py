@@ -22,8 +22,8 @@ from analysis.load import Run, load_trace, speed_limit  # noqa: E402
 from analysis.chart_data import (GB, REFERENCE_TOOLS, RUN_COLOURS, Skip, as_ran, colour, command_name,  # noqa: E402
                                  for_size, gbps_text, hasher_stats, machine, reference, role_handles, rounds,
                                  run_date, run_legend, short_label, size_text, subtitle, tied_with_fastest)
-from harness import verdict  # noqa: E402
-from harness.results import command_stats, succeeded  # noqa: E402
+from harness.pipeline import verdict
+from harness.pipeline.results import command_stats, succeeded  # noqa: E402
 from harness.units import about_size, format_size  # noqa: E402
 
 

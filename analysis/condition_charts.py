@@ -1,4 +1,4 @@
-"""The charts of a run under several machine conditions (harness/conditions.py): how each
+"""The charts of a run under several machine conditions (harness/conditions/spec.py): how each
 configuration holds up when the disk, the cores or the CPU change, and where each stops following
 a disk that gets faster."""
 
@@ -16,7 +16,10 @@ from matplotlib.patches import Rectangle  # noqa: E402
 
 from analysis.chart_data import GB, ROLES, Skip, subtitle  # noqa: E402
 from analysis.load import Run  # noqa: E402
-from harness import decision, robust, stats, verdict  # noqa: E402
+from harness import stats
+from harness.pipeline import decision
+from harness.conditions import robust
+from harness.pipeline import verdict
 
 COMPARED_TOOLS = ("hasher", "b3sum")
 

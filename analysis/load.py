@@ -2,7 +2,7 @@
 
 This is the stable entry point for everything that reads results (`ringsum report`,
 `ringsum check`): `load_run()`, `speed_limit()`, `load_trace()`. The per-command reduction of
-a runs table is harness/results.py's `command_stats()`, the one every summary, chart and check uses.
+a runs table is harness/pipeline/results.py's `command_stats()`, the one every summary, chart and check uses.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness import results as harness_results
-from harness import stats, verdict
-from harness.verdict import SpeedLimit
+from harness.pipeline import results as harness_results
+from harness import stats
+from harness.pipeline import verdict
+from harness.pipeline.verdict import SpeedLimit
 
 RUNS_CSV = harness_results.RUNS_CSV
 META_JSON = harness_results.META_JSON
@@ -60,7 +61,7 @@ class Run:
     @property
     def decision_confidence(self) -> float:
         """The confidence the run's decision is made at: stricter than 95% for a run --until-decided,
-        which looked several times (meta.json `sequential`, harness/sequential.py)."""
+        which looked several times (meta.json `sequential`, harness/pipeline/sequential.py)."""
         looks = self.meta.get("sequential") or {}
         return float(looks.get("confidence", stats.CONFIDENCE))
 
@@ -137,7 +138,7 @@ def load_run(path: str | Path) -> Run:
 
 def speed_limit(run: Run, file_size: int | None = None) -> SpeedLimit | None:
     """The speed limit of the run's file of that size (default: the largest), recomputed from
-    runs.csv by the harness's one definition (harness/verdict.py); None without a reader."""
+    runs.csv by the harness's one definition (harness/pipeline/verdict.py); None without a reader."""
     runs = run.runs if file_size is None else run.runs[run.runs["file_size"] == file_size]
     return verdict.speed_limit(runs)
 

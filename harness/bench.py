@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.results import command_stats, read_runs
+from harness.pipeline.results import command_stats, read_runs
 
 OTHER_BUILDS = {"notrace-": "no trace code", "blake3join-": "BLAKE3's join"}
 B3SUM = "b3sum"

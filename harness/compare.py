@@ -4,7 +4,7 @@ A reading tool, not a gate (that is `ringsum check`): it exits 0 whatever change
 when a run directory cannot be read. Models: pyperf's `compare_to` (a row per benchmark, slower
 or faster, significant or not) and hyperfine's scripts/welch_ttest.py; ringsum has no t-test,
 because wall times are skewed and a cold run's spikes are not noise around a mean: it takes
-`ringsum check`'s machinery (harness/check.py) with the raw figure only.
+`ringsum check`'s machinery (harness/check/decide.py) with the raw figure only.
 
 Per command in both runs: the median wall time of each, their ratio B/A, and a percentile
 bootstrap interval of it (the two runs resampled independently: runs made apart do not pair by
@@ -16,7 +16,7 @@ them, as check compares them.
 
 Two runs are compared only when they measured the same thing: the same datasets (file sizes and
 file counts), the same cache mode and the same machine (meta.json's fingerprint_id, see
-harness/sysinfo.py). Otherwise their medians are printed side by side under one line saying why
+harness/machine/sysinfo.py). Otherwise their medians are printed side by side under one line saying why
 no ratio is given: a 1 GiB file against an 8 MiB one, or cold against warm, is no change of
 anything.
 """
@@ -29,16 +29,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import check, stats
-from harness.check_load import CheckError, RunData, load_run
-from harness.counters import CounterChange
+from harness import stats
+from harness.check import decide
+from harness.check.load import CheckError, RunData, load_run
+from harness.pipeline.counters import CounterChange
 from harness.units import about_size
 
-VERDICT_NAMES = {check.REGRESSION: "slower", check.IMPROVEMENT: "faster",
-                 check.ONLY_BASELINE: "only in A", check.ONLY_CURRENT: "only in B"}
-COUNTER_VERDICTS = {check.REGRESSION: "worse", check.IMPROVEMENT: "better"}  # a counter is no time
-VERDICT_ORDER = ["slower", "faster", check.FAILED, check.INCONCLUSIVE, check.NO_CHANGE, check.TOO_FEW,
-          check.NOT_COMPARABLE, "only in A", "only in B"]  # every verdict, in the summary line's order
+VERDICT_NAMES = {decide.REGRESSION: "slower", decide.IMPROVEMENT: "faster",
+                 decide.ONLY_BASELINE: "only in A", decide.ONLY_CURRENT: "only in B"}
+COUNTER_VERDICTS = {decide.REGRESSION: "worse", decide.IMPROVEMENT: "better"}  # a counter is no time
+VERDICT_ORDER = ["slower", "faster", decide.FAILED, decide.INCONCLUSIVE, decide.NO_CHANGE, decide.TOO_FEW,
+          decide.NOT_COMPARABLE, "only in A", "only in B"]  # every verdict, in the summary line's order
 NOTE_WIDTH = 100  # the notes under the text table are wrapped; the table itself is not
 HEADERS = ("command", "A median", "B median", "B/A", "interval", "verdict")
 
@@ -49,9 +50,9 @@ class Comparison:
 
     a: RunData
     b: RunData
-    settings: check.Settings
+    settings: decide.Settings
     differences: list[str]  # why the runs are not compared; empty when they are
-    rows: list[check.Comparison] = field(default_factory=list)
+    rows: list[decide.Comparison] = field(default_factory=list)
     counters: list[CounterChange] = field(default_factory=list)
 
     @property
@@ -92,20 +93,20 @@ def differences(a: RunData, b: RunData) -> list[str]:
     return why
 
 
-def compare_runs(a: RunData, b: RunData, threshold: float = check.DEFAULT_THRESHOLD,
-                 confidence: float = check.DEFAULT_CONFIDENCE) -> Comparison:
-    """The change of every command from A to B (check.compare with A as the baseline), or only the
+def compare_runs(a: RunData, b: RunData, threshold: float = decide.DEFAULT_THRESHOLD,
+                 confidence: float = decide.DEFAULT_CONFIDENCE) -> Comparison:
+    """The change of every command from A to B (decide.compare with A as the baseline), or only the
     reasons they are not compared."""
-    settings = check.Settings(threshold=threshold, confidence=confidence, figures=("raw",),
+    settings = decide.Settings(threshold=threshold, confidence=confidence, figures=("raw",),
                               judge_references=True, equivalence=True)
     result = Comparison(a, b, settings, differences(a, b))
     if result.compared:
-        report = check.compare(a, b, settings)
+        report = decide.compare(a, b, settings)
         result.rows, result.counters = report.comparisons, report.counters
         for row in result.rows:  # check judges only the current run's failures; a reader needs both
-            if row.label in a.failures and row.verdict not in (check.FAILED, check.ONLY_CURRENT):
-                row.verdict, row.reason = check.FAILED, f"in A: {a.failures[row.label]}"
-        order = {check.ONLY_BASELINE: 1, check.ONLY_CURRENT: 2}
+            if row.label in a.failures and row.verdict not in (decide.FAILED, decide.ONLY_CURRENT):
+                row.verdict, row.reason = decide.FAILED, f"in A: {a.failures[row.label]}"
+        order = {decide.ONLY_BASELINE: 1, decide.ONLY_CURRENT: 2}
         result.rows.sort(key=lambda r: (order.get(r.verdict, 0), r.label))
     return result
 
@@ -161,9 +162,9 @@ def notes(result: Comparison) -> list[str]:
 def _counter_lines(result: Comparison) -> list[str]:
     if not result.counters:
         return []
-    moved = [c for c in result.counters if c.verdict != check.NO_CHANGE]
+    moved = [c for c in result.counters if c.verdict != decide.NO_CHANGE]
     return [f"behaviour counters: {len(result.counters)} compared, {len(moved)} out of tolerance "
-            f"(harness/counters.py)"] + [f"  {c.label}  {c.counter}: {c.baseline:g} -> {c.current:g} ({c.change}) "
+            f"(harness/pipeline/counters.py)"] + [f"  {c.label}  {c.counter}: {c.baseline:g} -> {c.current:g} ({c.change}) "
                                          f"{COUNTER_VERDICTS.get(c.verdict, c.verdict)}" for c in moved]
 
 
@@ -204,9 +205,9 @@ def add_parser(sub: Any, help_text: str) -> None:
                                    "faster / slower / no change / inconclusive. Exit 0; 2 when a run cannot be read.")
     p.add_argument("run_a", metavar="RUN_A", help="run directory: the reference (the ratio's denominator)")
     p.add_argument("run_b", metavar="RUN_B", help="run directory compared with it")
-    p.add_argument("--threshold", default=f"{check.DEFAULT_THRESHOLD:.0%}", metavar="PCT",
+    p.add_argument("--threshold", default=f"{decide.DEFAULT_THRESHOLD:.0%}", metavar="PCT",
                    help="smallest change that counts (default %(default)s)")
-    p.add_argument("--confidence", default=f"{check.DEFAULT_CONFIDENCE:.0%}", metavar="PCT",
+    p.add_argument("--confidence", default=f"{decide.DEFAULT_CONFIDENCE:.0%}", metavar="PCT",
                    help="confidence of the interval (default %(default)s)")
     p.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
 
@@ -215,7 +216,7 @@ def run_compare(a: argparse.Namespace) -> int:
     fractions = []
     for option, text in (("--threshold", a.threshold), ("--confidence", a.confidence)):
         try:
-            fractions.append(check.parse_fraction(text))
+            fractions.append(decide.parse_fraction(text))
         except ValueError as e:
             raise CheckError(f"{option}: {e}") from None
     runs = []

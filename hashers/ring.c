@@ -45,7 +45,7 @@
  * readlag:MS waits before every read is queued (a slow disk), hashlag:MS before every block
  * is hashed (a slow core), so a test can put the reads behind the hashing or ahead of it.
  * Without the variable, a file `ringsum-faults` beside the binary holds the spec: one run can
- * then time several injected builds side by side (harness/power.py).
+ * then time several injected builds side by side (harness/check/power.py).
  */
 static struct timespec process_start;
 

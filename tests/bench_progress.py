@@ -21,7 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness import cache, stats  # noqa: E402
+from harness import stats
+from harness.machine import page_cache
 from hashers_support import run_on_terminal  # noqa: E402  (tests/ is this script's directory)
 
 
@@ -50,11 +51,11 @@ def main() -> int:
     rng = random.Random(1)
     if not a.cold:  # uring_b3sum reads a cold file with O_DIRECT, which leaves it cold: read it through the cache
         for f in ([p for p in a.path.rglob("*") if p.is_file()] if a.path.is_dir() else [a.path]):
-            cache.read_file(f)
+            page_cache.read_file(f)
     for _ in range(a.rounds):
         for name in rng.sample(list(sides), len(sides)):
             if a.cold:
-                cache.drop_caches(a.path)
+                page_cache.drop_caches(a.path)
             elapsed, terminal = timed_on_terminal(sides[name])
             times[name].append(elapsed)
             if name == "progress":

@@ -24,7 +24,7 @@ import pytest
 
 from analysis.cli import main as report_main
 from analysis.load import load_run, load_trace
-from harness.results import command_stats
+from harness.pipeline.results import command_stats
 
 REPO = Path(__file__).resolve().parent.parent
 RINGSUM = REPO / ".venv" / "bin" / "ringsum"
@@ -162,7 +162,7 @@ def test_headline_opens_summary_report_and_summary_json(report_dir):
     assert first.startswith("What to use on this machine (8M file, cold cache, 3 rounds)")
     ok = _successful(_runs_csv(run_dir))
     hashers = ok[ok["tool"] == "hasher"].groupby("label")["wall_s"].median()
-    # "fastest" rather than "use" when the data cannot tell it from the runner-up (harness/verdict.py)
+    # "fastest" rather than "use" when the data cannot tell it from the runner-up (harness/pipeline/verdict.py)
     assert re.search(rf"^- \*\*(use|fastest)\*\*: {re.escape(hashers.idxmin())}$", first, re.M)
     plan = json.loads((run_dir / "plan.json").read_text())
     argv = {c["label"]: c["argv"] for c in plan["commands"]}

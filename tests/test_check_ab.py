@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import check
+from harness.check import decide as check
 
 REPO = Path(__file__).resolve().parent.parent
 RELEASE = REPO / "build" / "bin"

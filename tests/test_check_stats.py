@@ -12,8 +12,12 @@ from xml.etree import ElementTree as ET
 import numpy as np
 import pytest
 
-from harness import baseline, check, check_load, check_report, instructions
-from harness.results import RunRecord, RunsWriter
+from harness.check import saved_runs
+from harness.check import decide
+from harness.check import load
+from harness.check import report as check_report
+from harness.check import instructions
+from harness.pipeline.results import RunRecord, RunsWriter
 
 pytestmark = pytest.mark.independent
 
@@ -55,30 +59,30 @@ STEADY = [0.010, 0.0102, 0.0098, 0.0101, 0.0099]
 CAT = [0.005, 0.0051, 0.0049, 0.00505, 0.00495]
 
 
-def verdicts(report: check.Report) -> dict[str, str]:
+def verdicts(report: decide.Report) -> dict[str, str]:
     return {c.label: c.verdict for c in report.comparisons}
 
 
 def test_bootstrap_is_seeded_and_brackets_the_ratio() -> None:
     rng = np.random.default_rng(0)
-    b = check.Sample(rng.normal(1.0, 0.05, 9), np.ones(9))
-    c = check.Sample(rng.normal(3.0, 0.1, 9), np.full(9, 2.0))
-    one = check.bootstrap_ratio(b, c, 0.95, 5000, np.random.default_rng(1))
-    two = check.bootstrap_ratio(b, c, 0.95, 5000, np.random.default_rng(1))
+    b = decide.Sample(rng.normal(1.0, 0.05, 9), np.ones(9))
+    c = decide.Sample(rng.normal(3.0, 0.1, 9), np.full(9, 2.0))
+    one = decide.bootstrap_ratio(b, c, 0.95, 5000, np.random.default_rng(1))
+    two = decide.bootstrap_ratio(b, c, 0.95, 5000, np.random.default_rng(1))
     assert one == two
     ratio, low, high = one
     assert low <= ratio <= high and 1.3 < low and high < 1.7
 
 
 def test_decide_needs_the_whole_interval_beyond_the_threshold() -> None:
-    assert check.decide(1.06, 1.2, 0.05) == check.REGRESSION
-    assert check.decide(1.04, 1.2, 0.05) == check.NO_CHANGE
-    assert check.decide(0.8, 0.94, 0.05) == check.IMPROVEMENT
-    assert check.decide(0.8, 0.96, 0.05) == check.NO_CHANGE
+    assert decide.decide(1.06, 1.2, 0.05) == decide.REGRESSION
+    assert decide.decide(1.04, 1.2, 0.05) == decide.NO_CHANGE
+    assert decide.decide(0.8, 0.94, 0.05) == decide.IMPROVEMENT
+    assert decide.decide(0.8, 0.96, 0.05) == decide.NO_CHANGE
     # reaching past both thresholds it can tell nothing: a 3-round run against itself (issue 28)
-    assert check.decide(0.1, 10.09, 0.03) == check.INCONCLUSIVE
-    assert check.decide(0.96, 1.04, 0.03) == check.INCONCLUSIVE
-    assert check.decide(0.98, 1.02, 0.03) == check.NO_CHANGE
+    assert decide.decide(0.1, 10.09, 0.03) == decide.INCONCLUSIVE
+    assert decide.decide(0.96, 1.04, 0.03) == decide.INCONCLUSIVE
+    assert decide.decide(0.98, 1.02, 0.03) == decide.NO_CHANGE
 
 
 def test_a_noisy_run_is_inconclusive_not_no_change(tmp_path: Path) -> None:
@@ -86,16 +90,16 @@ def test_a_noisy_run_is_inconclusive_not_no_change(tmp_path: Path) -> None:
     speed-up, so the verdict says it cannot tell (and the exit stays 0: nothing was shown slower)."""
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     noisy = write_run(tmp_path / "n", rounds([0.005, 0.02, 0.0075, 0.015, 0.01], CAT))
-    report = check.compare(check_load.load_run(base), check_load.load_run(noisy), check.Settings())
-    assert verdicts(report)[HASHER] == check.INCONCLUSIVE and report.exit_code == 0
+    report = decide.compare(load.load_run(base), load.load_run(noisy), decide.Settings())
+    assert verdicts(report)[HASHER] == decide.INCONCLUSIVE and report.exit_code == 0
     assert "1 inconclusive" in check_report.format_table(report)
 
 
 def test_parse_fraction() -> None:
-    assert check.parse_fraction("5%") == pytest.approx(0.05)
-    assert check.parse_fraction("0.1") == pytest.approx(0.1)
+    assert decide.parse_fraction("5%") == pytest.approx(0.05)
+    assert decide.parse_fraction("0.1") == pytest.approx(0.1)
     with pytest.raises(ValueError):
-        check.parse_fraction("150%")
+        decide.parse_fraction("150%")
 
 
 def test_slow_stretch_hitting_both_is_no_change_by_cat(tmp_path: Path) -> None:
@@ -103,35 +107,35 @@ def test_slow_stretch_hitting_both_is_no_change_by_cat(tmp_path: Path) -> None:
     regression, the verdict (÷cat, same round) says no change."""
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     cur = write_run(tmp_path / "c", rounds([w * 2 for w in STEADY], [w * 2 for w in CAT]))
-    report = check.compare(check_load.load_run(base), check_load.load_run(cur), check.Settings())
+    report = decide.compare(load.load_run(base), load.load_run(cur), decide.Settings())
     c = next(c for c in report.comparisons if c.label == HASHER)
-    assert c.primary == "cat" and c.verdict == check.NO_CHANGE
-    assert check.decide(c.estimates["raw"].low, c.estimates["raw"].high, 0.05) == check.REGRESSION
-    assert verdicts(report)["cat"] == check.REFERENCE
+    assert c.primary == "cat" and c.verdict == decide.NO_CHANGE
+    assert decide.decide(c.estimates["raw"].low, c.estimates["raw"].high, 0.05) == decide.REGRESSION
+    assert verdicts(report)["cat"] == decide.REFERENCE
     assert report.exit_code == 0
 
 
 def test_slower_hasher_is_a_regression_and_faster_an_improvement(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     slow = write_run(tmp_path / "s", rounds([w * 1.5 for w in STEADY], CAT))
-    report = check.compare(check_load.load_run(base), check_load.load_run(slow), check.Settings())
-    assert verdicts(report)[HASHER] == check.REGRESSION and report.exit_code == 1
-    report = check.compare(check_load.load_run(slow), check_load.load_run(base), check.Settings())
-    assert verdicts(report)[HASHER] == check.IMPROVEMENT and report.exit_code == 0
+    report = decide.compare(load.load_run(base), load.load_run(slow), decide.Settings())
+    assert verdicts(report)[HASHER] == decide.REGRESSION and report.exit_code == 1
+    report = decide.compare(load.load_run(slow), load.load_run(base), decide.Settings())
+    assert verdicts(report)[HASHER] == decide.IMPROVEMENT and report.exit_code == 0
 
 
 def test_fingerprint_mismatch_needs_a_reference(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, None), fingerprint="fp1")
     other = write_run(tmp_path / "o", rounds(STEADY, None), fingerprint="fp2")
-    report = check.compare(check_load.load_run(base), check_load.load_run(other), check.Settings())
-    assert verdicts(report)[HASHER] == check.NOT_COMPARABLE and report.exit_code == 2
+    report = decide.compare(load.load_run(base), load.load_run(other), decide.Settings())
+    assert verdicts(report)[HASHER] == decide.NOT_COMPARABLE and report.exit_code == 2
     assert "fingerprints differ" in report.notes[0]
     # with cat in both runs the verdict rests on ÷cat and raw is n/a
     base = write_run(tmp_path / "b2", rounds(STEADY, CAT), fingerprint="fp1")
     other = write_run(tmp_path / "o2", rounds(STEADY, CAT), fingerprint="fp2")
-    report = check.compare(check_load.load_run(base), check_load.load_run(other), check.Settings())
+    report = decide.compare(load.load_run(base), load.load_run(other), decide.Settings())
     c = next(c for c in report.comparisons if c.label == HASHER)
-    assert c.verdict == check.NO_CHANGE and "raw" not in c.estimates and report.exit_code == 0
+    assert c.verdict == decide.NO_CHANGE and "raw" not in c.estimates and report.exit_code == 0
     assert "n/a" in check_report.format_table(report)
 
 
@@ -139,42 +143,42 @@ def test_counters_of_different_workloads_are_not_compared(tmp_path: Path) -> Non
     """A 1 GiB run and an 8 MiB one: timing is "not comparable", and so are the counters: 2048 reads
     against 16 is the file, not an improvement (issue 28)."""
     big = [record(r.label, r.tool, r.round, r.wall_s * 128, file_size=MIB8 * 128) for r in rounds(STEADY, CAT)]
-    base, cur = check_load.load_run(write_run(tmp_path / "b", big)), check_load.load_run(write_run(tmp_path / "c", rounds(STEADY, CAT)))
+    base, cur = load.load_run(write_run(tmp_path / "b", big)), load.load_run(write_run(tmp_path / "c", rounds(STEADY, CAT)))
     base.counters, cur.counters = {HASHER: {"reads": 2048.0}}, {HASHER: {"reads": 16.0}}
-    report = check.compare(base, cur, check.Settings())
-    assert verdicts(report)[HASHER] == check.NOT_COMPARABLE and report.counters == []
-    like = check_load.load_run(tmp_path / "c")
+    report = decide.compare(base, cur, decide.Settings())
+    assert verdicts(report)[HASHER] == decide.NOT_COMPARABLE and report.counters == []
+    like = load.load_run(tmp_path / "c")
     like.counters = base.counters
-    assert [c.verdict for c in check.compare(like, cur, check.Settings()).counters] == [check.IMPROVEMENT]
+    assert [c.verdict for c in decide.compare(like, cur, decide.Settings()).counters] == [decide.IMPROVEMENT]
 
 
 def test_too_few_runs_is_exit_2(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     short = write_run(tmp_path / "c", rounds(STEADY[:2], CAT[:2]))
-    report = check.compare(check_load.load_run(base), check_load.load_run(short), check.Settings())
-    assert verdicts(report)[HASHER] == check.TOO_FEW and report.exit_code == 2
+    report = decide.compare(load.load_run(base), load.load_run(short), decide.Settings())
+    assert verdicts(report)[HASHER] == decide.TOO_FEW and report.exit_code == 2
 
 
 def test_wrong_hash_or_failure_is_failed_exit_1(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     recs = rounds(STEADY, CAT)
     recs[2].hash_ok = False
-    report = check.compare(check_load.load_run(base), check_load.load_run(write_run(tmp_path / "c", recs)),
-                           check.Settings())
-    assert verdicts(report)[HASHER] == check.FAILED and report.exit_code == 1
+    report = decide.compare(load.load_run(base), load.load_run(write_run(tmp_path / "c", recs)),
+                           decide.Settings())
+    assert verdicts(report)[HASHER] == decide.FAILED and report.exit_code == 1
     recs = rounds(STEADY, CAT)
     recs[1].exit_code, recs[1].wall_s = None, None
-    report = check.compare(check_load.load_run(base), check_load.load_run(write_run(tmp_path / "d", recs)),
-                           check.Settings())
-    assert verdicts(report)[HASHER] == check.FAILED and report.exit_code == 1
+    report = decide.compare(load.load_run(base), load.load_run(write_run(tmp_path / "d", recs)),
+                           decide.Settings())
+    assert verdicts(report)[HASHER] == decide.FAILED and report.exit_code == 1
 
 
 def test_commands_in_one_run_only_are_listed_not_failed(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT) + rounds(STEADY, None, label="old one"))
     cur = write_run(tmp_path / "c", rounds(STEADY, CAT) + rounds(STEADY, None, label="new one"))
-    report = check.compare(check_load.load_run(base), check_load.load_run(cur), check.Settings())
+    report = decide.compare(load.load_run(base), load.load_run(cur), decide.Settings())
     v = verdicts(report)
-    assert v["old one"] == check.ONLY_BASELINE and v["new one"] == check.ONLY_CURRENT
+    assert v["old one"] == decide.ONLY_BASELINE and v["new one"] == decide.ONLY_CURRENT
     assert report.exit_code == 0
 
 
@@ -182,7 +186,7 @@ def test_junit_and_markdown(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT) + rounds(STEADY, None, label="steady one"))
     cur = write_run(tmp_path / "c", rounds([w * 2 for w in STEADY], CAT)
                     + rounds(STEADY, None, label="steady one"))
-    report = check.compare(check_load.load_run(base), check_load.load_run(cur), check.Settings())
+    report = decide.compare(load.load_run(base), load.load_run(cur), decide.Settings())
     md, xml = tmp_path / "out" / "check.md", tmp_path / "out" / "junit.xml"
     check_report.write_outputs(report, md, xml)
     suite = ET.parse(xml).getroot().find("testsuite")
@@ -204,22 +208,22 @@ def test_instruction_counts_compare_with_tolerance() -> None:
     base = {"counter": "callgrind", "file_size": 1, "counts": {"a": 1000, "b": 1000, "c": 1000}}
     now = {"counter": "callgrind", "file_size": 1, "counts": {"a": 1005, "b": 1100, "c": 900}}
     got = {i.variant: i.verdict for i in instructions.compare_instructions(base, now, 0.01)}
-    assert got == {"a": check.NO_CHANGE, "b": check.REGRESSION, "c": check.IMPROVEMENT}
-    assert all(i.verdict == check.NOT_COMPARABLE for i in instructions.compare_instructions(None, now, 0.01))
+    assert got == {"a": decide.NO_CHANGE, "b": decide.REGRESSION, "c": decide.IMPROVEMENT}
+    assert all(i.verdict == decide.NOT_COMPARABLE for i in instructions.compare_instructions(None, now, 0.01))
 
 
 def test_baseline_save_and_find(tmp_path: Path) -> None:
     run = write_run(tmp_path / "20260101T000000Z-vm", rounds(STEADY, CAT), fingerprint="fpX")
     store = tmp_path / "baselines"
-    dest = baseline.save(run, root=store)
+    dest = saved_runs.save(run, root=store)
     assert dest == store / "fpX" / run.name and (dest / "runs.csv").is_file()
-    assert baseline.find("latest", "fpX", store) == dest
-    assert baseline.find(run.name, "fpX", store) == dest
-    assert baseline.find(str(run), "other", store) == run
-    with pytest.raises(check.CheckError):
-        baseline.find("latest", "other", store)
-    with pytest.raises(check.CheckError):
-        baseline.save(run, root=store)  # exists
+    assert saved_runs.find("latest", "fpX", store) == dest
+    assert saved_runs.find(run.name, "fpX", store) == dest
+    assert saved_runs.find(str(run), "other", store) == run
+    with pytest.raises(decide.CheckError):
+        saved_runs.find("latest", "other", store)
+    with pytest.raises(decide.CheckError):
+        saved_runs.save(run, root=store)  # exists
 
 
 def ringsum(*args: str) -> subprocess.CompletedProcess[str]:

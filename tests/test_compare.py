@@ -16,8 +16,11 @@ from typing import Callable
 
 import pytest
 
-from harness import check, cli, compare, counters
-from harness.check_load import load_run
+from harness import compare
+from harness.check import decide
+from harness.cli import main as cli
+from harness.pipeline import counters
+from harness.check.load import load_run
 
 pytestmark = pytest.mark.independent
 
@@ -76,11 +79,11 @@ def test_a_run_against_itself_never_changed(name: str, tmp_path: Path) -> None:
 
 def test_a_wide_interval_is_inconclusive_not_no_change() -> None:
     """compare asks for the whole interval inside ±threshold; check's reading (one side ruled out) stays."""
-    assert check.decide(0.97, 1.08, 0.05, equivalence=True) == check.INCONCLUSIVE
-    assert check.decide(0.97, 1.08, 0.05) == check.NO_CHANGE
-    assert check.decide(0.97, 1.03, 0.05, equivalence=True) == check.NO_CHANGE
-    assert check.decide(1.06, 1.5, 0.05, equivalence=True) == check.REGRESSION
-    assert check.decide(0.5, 0.94, 0.05, equivalence=True) == check.IMPROVEMENT
+    assert decide.decide(0.97, 1.08, 0.05, equivalence=True) == decide.INCONCLUSIVE
+    assert decide.decide(0.97, 1.08, 0.05) == decide.NO_CHANGE
+    assert decide.decide(0.97, 1.03, 0.05, equivalence=True) == decide.NO_CHANGE
+    assert decide.decide(1.06, 1.5, 0.05, equivalence=True) == decide.REGRESSION
+    assert decide.decide(0.5, 0.94, 0.05, equivalence=True) == decide.IMPROVEMENT
 
 
 def test_hashers_made_slower_are_slower_and_the_rest_is_not(tmp_path: Path) -> None:
@@ -162,7 +165,7 @@ def test_counters_are_compared_only_between_like_workloads(tmp_path: Path) -> No
         for _ in range(3):
             counters.append(runs[name] / counters.COUNTERS_CSV, probe(label, depth))
     like = compare.compare_runs(load_run(runs["a"]), load_run(runs["b"]))
-    moved = [c for c in like.counters if c.verdict != check.NO_CHANGE]
+    moved = [c for c in like.counters if c.verdict != decide.NO_CHANGE]
     assert [(c.label, c.counter) for c in moved] == [(label, "peak_in_flight")]
     assert f"  {label}  peak_in_flight: 16 -> 1 (-93.8%) worse" in compare.format_text(like)
     unlike = compare.compare_runs(load_run(runs["a"]), load_run(runs["warm"]))

@@ -1,4 +1,4 @@
-"""Machine conditions (harness/conditions.py, harness/emulation.py), each shown to be real with the
+"""Machine conditions (harness/conditions/spec.py, harness/conditions/emulation.py), each shown to be real with the
 real tools: a read cap slows cat to the cap, one core keeps a multithreaded hasher's CPU time under
 its wall time, BLAKE3 without AVX-512 hashes slower on a CPU that has it, the RAM device reads
 faster than the disk; and nothing is left after SIGTERM, nor after kill -9 and `--resume`.
@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.conditions import Condition, ConditionError, parse_cli, simd_level_of_cpu
-from harness.config import ConfigError, parse_config
-from harness.confine import Confinement
-from harness.dataset import Dataset
+from harness.conditions.spec import Condition, ConditionError, parse_cli, simd_level_of_cpu
+from harness.pipeline.config import ConfigError, parse_config
+from harness.conditions.confine import Confinement
+from harness.datasets.dataset import Dataset
 from hashers_support import ringsum
-from harness.plan import PlanError, build_plan, estimate_execution_s
+from harness.pipeline.plan import PlanError, build_plan, estimate_execution_s
 from test_tune import SMALL_SPACE
 
 REPO = Path(__file__).resolve().parent.parent
@@ -309,8 +309,8 @@ TUNE_SPACE = SMALL_SPACE.replace('cache = "cold"', 'cache = "warm"')
 
 
 def test_tune_picks_the_robust_configuration_over_conditions(tmp_path: Path) -> None:
-    from harness.results import read_runs
-    from harness.verdict import robust_pick
+    from harness.pipeline.results import read_runs
+    from harness.pipeline.verdict import robust_pick
 
     (tmp_path / "space.toml").write_text(TUNE_SPACE)
     data = random_file(tmp_path / "f.bin", 8 * MiB)

@@ -1,4 +1,4 @@
-"""Behaviour counters (harness/counters.py) of real hasher executions, and the injected I/O
+"""Behaviour counters (harness/pipeline/counters.py) of real hasher executions, and the injected I/O
 regressions of the faults build that they must see: depth:1 (queue depth ignored) and
 buffered:1 (O_DIRECT dropped); plus the tolerance rules on fixed numbers."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cache as cachemod
-from harness import counters
+from harness.machine import page_cache as cachemod
+from harness.pipeline import counters
 
 REPO = Path(__file__).resolve().parent.parent
 FAULTS = REPO / "build" / "faults" / "bin"

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import cache
-from harness.config import ConfigError, parse_config
-from harness.dataset import TreeRecipe, manifest_difference, manifest_digest, tree_files
-from harness.files import ensure_dataset, resolve_files
-from harness.results import read_runs
+from harness.machine import page_cache
+from harness.pipeline.config import ConfigError, parse_config
+from harness.datasets.dataset import TreeRecipe, manifest_difference, manifest_digest, tree_files
+from harness.datasets.generate import ensure_dataset, resolve_files
+from harness.pipeline.results import read_runs
 
 REPO = Path(__file__).resolve().parent.parent
 IS_ROOT = os.geteuid() == 0
@@ -130,9 +130,9 @@ def test_tree_residency_dropped_and_warmed(tmp_path: Path):
     if not IS_ROOT:
         pytest.skip("dropping the page cache needs root")
     root = hostile_tree(tmp_path / "t")
-    cache.drop_caches(root)
-    assert cache.resident_fraction(root)[0] < 0.01
-    assert cache.make_warm(root) > 0.99
+    page_cache.drop_caches(root)
+    assert page_cache.resident_fraction(root)[0] < 0.01
+    assert page_cache.make_warm(root) > 0.99
 
 
 def test_run_on_trees_checks_every_hash_and_never_writes_into_a_users_tree(tmp_path: Path):
@@ -205,8 +205,8 @@ def test_a_tree_that_changes_under_a_resume_is_refused(tmp_path: Path):
 
 
 def test_plan_reads_a_tree_with_each_tool_as_it_can():
-    from harness.dataset import LIST_PLACEHOLDER, TREE, Dataset
-    from harness.plan import PlanError, build_plan
+    from harness.datasets.dataset import LIST_PLACEHOLDER, TREE, Dataset
+    from harness.pipeline.plan import PlanError, build_plan
 
     tree = Dataset("/data/t", 64 << 20, kind=TREE, files=1024, label="t")
     one = Dataset("/data/f.bin", 64 << 20)

@@ -1,5 +1,5 @@
 """What ran is what is recorded: the hashers' `--effective FILE` report and runs.csv's effective_*
-columns (harness/effective.py), with the real hashers; a hasher without the option (an older build,
+columns (harness/pipeline/effective.py), with the real hashers; a hasher without the option (an older build,
 a wrapper) still runs, its effective columns empty."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import effective
+from harness.pipeline import effective
 from hashers_support import ringsum
 
 REPO = Path(__file__).resolve().parent.parent
@@ -139,7 +139,7 @@ def test_the_report_reads_direct_as_it_ran(run_dir: Path) -> None:
     """The tuning heatmaps split by O_DIRECT as the hasher read, not as the config asked."""
     from analysis.chart_data import as_ran
     from analysis.load import load_run
-    from harness.results import command_stats
+    from harness.pipeline.results import command_stats
 
     runs = load_run(run_dir).runs
     stats = as_ran(command_stats(runs), runs).set_index("label")

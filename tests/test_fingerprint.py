@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from harness.sysinfo import MACHINE_ID_FIELDS, STORAGE_ID_FIELDS, fingerprint
+from harness.machine.sysinfo import MACHINE_ID_FIELDS, STORAGE_ID_FIELDS, fingerprint
 
 pytestmark = pytest.mark.independent
 

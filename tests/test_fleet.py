@@ -149,7 +149,7 @@ def test_collect_errors_are_one_line(tmp_path: Path) -> None:
 def test_collect_refuses_a_run_that_did_not_finish(fleet: Path, tmp_path: Path) -> None:
     """A run killed half-way (SIGKILL: nothing could mark it) is refused by name: on its own it is an
     error; inside a fleet's results it is left out of the report and listed, exit 1."""
-    from harness import system
+    from harness.machine import settings as system
 
     config = tmp_path / "long.toml"
     config.write_text(TINY.replace("rounds = 2", "rounds = 50").replace('"8M"', '"4M"'))

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import system
+from harness.machine import settings as system
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent

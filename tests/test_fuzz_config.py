@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.config import BASELINE_TOOLS, Config, ConfigError, load_config, parse_config
+from harness.pipeline.config import BASELINE_TOOLS, Config, ConfigError, load_config, parse_config
 
 pytestmark = pytest.mark.independent
 

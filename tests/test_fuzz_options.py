@@ -1,7 +1,7 @@
 """libFuzzer on the hashers' option parser (tests/fuzz/fuzz_options.c), with ASan and UBSan.
 
 A fixed budget in CI: RINGSUM_FUZZ_RUNS executions (default 1,000,000, a few seconds). Run longer
-(on a shared benchmark machine, under its lock: `flock "$(.venv/bin/python -m harness.state lock-path)" ...`) with e.g.
+(on a shared benchmark machine, under its lock: `flock "$(.venv/bin/python -m harness.machine.state lock-path)" ...`) with e.g.
 `RINGSUM_FUZZ_SECONDS=600 .venv/bin/python -m pytest -q -s tests/test_fuzz_options.py`.
 Every file in tests/fuzz/corpus/ (the seeds, and any input that once crashed: save it there)
 is replayed first, so a crash found once stays a regression test.

@@ -12,21 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from harness import cache
-from harness.execute import prepare_argv
+from harness.machine import page_cache
+from harness.pipeline.execute import prepare_argv
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="dropping the page cache needs root")
 
 
 def test_residency_methods_agree_on_a_freshly_written_file(random_file):
     f = random_file(3 << 20)
-    cache.read_file(f)
-    frac, method = cache.resident_fraction(f)
+    page_cache.read_file(f)
+    frac, method = page_cache.resident_fraction(f)
     assert frac > 0.99
-    r1, t1 = cache.resident_pages_mincore(f)
-    assert t1 == (3 << 20) // cache.PAGE and r1 == t1
+    r1, t1 = page_cache.resident_pages_mincore(f)
+    assert t1 == (3 << 20) // page_cache.PAGE and r1 == t1
     try:
-        r2, t2 = cache.resident_pages_cachestat(f)
+        r2, t2 = page_cache.resident_pages_cachestat(f)
     except OSError:
         pytest.skip("cachestat not available on this kernel")
     assert (r2, t2) == (r1, t1) and method == "cachestat"
@@ -36,48 +36,48 @@ def test_fadvise_evicts_and_mincore_sees_it(random_file):
     """Without root: posix_fadvise(DONTNEED) on a clean file; both methods must see 0."""
     f = random_file(2 << 20)
     os.sync()
-    cache.read_file(f)
+    page_cache.read_file(f)
     fd = os.open(f, os.O_RDONLY)
     try:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
-    assert cache.resident_pages_mincore(f)[0] == 0
-    assert cache.resident_fraction(f)[0] < 0.01
+    assert page_cache.resident_pages_mincore(f)[0] == 0
+    assert page_cache.resident_fraction(f)[0] < 0.01
 
 
 @needs_root
 def test_cold_drop_really_leaves_file_non_resident(random_file):
     f = random_file(8 << 20)
-    cache.read_file(f)
-    assert cache.resident_fraction(f)[0] > 0.99
-    cache.drop_caches()  # global drop only: no per-file fadvise help
-    assert cache.resident_fraction(f)[0] < 0.01
-    assert cache.make_warm(f) > 0.99  # warm mode brings it back
+    page_cache.read_file(f)
+    assert page_cache.resident_fraction(f)[0] > 0.99
+    page_cache.drop_caches()  # global drop only: no per-file fadvise help
+    assert page_cache.resident_fraction(f)[0] < 0.01
+    assert page_cache.make_warm(f) > 0.99  # warm mode brings it back
 
 
 @needs_root
 def test_prepare_helper_drop_and_warm_log(random_file, tmp_path: Path):
     f = random_file(4 << 20)
     log = tmp_path / "prep.jsonl"
-    cache.read_file(f)
-    subprocess.run([sys.executable, "-m", "harness.cache", "prepare", "--drop", "--file", str(f),
+    page_cache.read_file(f)
+    subprocess.run([sys.executable, "-m", "harness.machine.page_cache", "prepare", "--drop", "--file", str(f),
                     "--log", str(log)], check=True)
-    rec = cache.read_last_record(log)
+    rec = page_cache.read_last_record(log)
     assert rec is not None and rec["resident"] < 0.01 and rec["dropped"] is True
-    subprocess.run([sys.executable, "-m", "harness.cache", "prepare", "--warm", "--file", str(f),
+    subprocess.run([sys.executable, "-m", "harness.machine.page_cache", "prepare", "--warm", "--file", str(f),
                     "--log", str(log)], check=True)
-    assert cache.read_last_record(log)["resident"] > 0.99  # type: ignore[index]
+    assert page_cache.read_last_record(log)["resident"] > 0.99  # type: ignore[index]
     assert len(log.read_text().splitlines()) == 2
 
 
 def test_drop_refused_without_root(monkeypatch, tmp_path: Path):
-    from harness import cli
+    from harness.cli import main
 
-    monkeypatch.setattr(cache, "is_root", lambda: False)
+    monkeypatch.setattr(page_cache, "is_root", lambda: False)
     cfg = tmp_path / "c.toml"
     cfg.write_text('[run]\ncache = "cold"\nfile_size = "4K"\n[baselines]\nlimit = false\ncat = true\n')
-    code = cli.main(["run", str(cfg), "--dir", str(tmp_path), "--out", str(tmp_path / "r")])
+    code = main.main(["run", str(cfg), "--dir", str(tmp_path), "--out", str(tmp_path / "r")])
     assert code == 2
     assert not (tmp_path / "r").exists()
 
@@ -95,6 +95,6 @@ def test_prepare_command_quoting_through_hyperfine(tmp_path: Path):
     out = tmp_path / "o.json"
     subprocess.run(["hyperfine", "-N", "--runs", "1", "--style", "none", "--export-json", str(out),
                     "--prepare", prep, "true"], check=True, capture_output=True)
-    rec = cache.read_last_record(log)
+    rec = page_cache.read_last_record(log)
     assert rec is not None and rec["file"] == str(f)
     assert json.loads(out.read_text())["results"][0]["exit_codes"] == [0]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import ConfigError, load_config, parse_config
-from harness.values import Buffers
+from harness.pipeline.config import ConfigError, load_config, parse_config
+from harness.pipeline.config_values import Buffers
 
 pytestmark = pytest.mark.independent
 

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.config import ConfigError, load_config, parse_config
-from harness.dataset import Dataset
-from harness.plan import PlanError, build_plan, estimate, round_orders
+from harness.pipeline.config import ConfigError, load_config, parse_config
+from harness.datasets.dataset import Dataset
+from harness.pipeline.plan import PlanError, build_plan, estimate, round_orders
 
 pytestmark = pytest.mark.independent
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.system import FREE_PAGE_REPORTING, Tunable, timing_settings
+from harness.machine.settings import FREE_PAGE_REPORTING, Tunable, timing_settings
 
 
 def tunable_at(path: Path) -> Tunable:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.results import RunsWriter, read_runs
-from harness.system import Tunable, timing_settings
+from harness.pipeline.results import RunsWriter, read_runs
+from harness.machine.settings import Tunable, timing_settings
 
 REPO = Path(__file__).resolve().parent.parent
 IS_ROOT = os.geteuid() == 0
@@ -105,7 +105,7 @@ def user() -> Iterator[User]:
         os.chown(home, uid, uid)
         (d / "python").mkdir()
         u = User(name, uid, home, d / "python")
-        probe = u.run(["python", "-c", "import harness.run, pandas"], {})
+        probe = u.run(["python", "-c", "import harness.pipeline.run, pandas"], {})
         if probe.returncode != 0:
             pytest.skip(f"the tests' python cannot run as another user: {probe.stderr.strip()[-200:]}")
         yield u
@@ -145,7 +145,7 @@ def test_planted_symlinks_are_refused_and_nothing_is_written_through_them(tmp_pa
 @needs_root
 def test_root_state_lives_in_a_private_run_directory(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("RINGSUM_STATE_DIR")
-    p = subprocess.run([sys.executable, "-m", "harness.state", "lock-path"], capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "harness.machine.state", "lock-path"], capture_output=True, text=True,
                        cwd=REPO, timeout=30)
     assert p.returncode == 0 and p.stdout == "/run/ringsum/run.lock\n", p.stderr
     st = os.lstat("/run/ringsum")
@@ -373,7 +373,7 @@ def test_a_signal_while_a_setting_is_applied_still_restores_it(tmp_path: Path, o
     main thread blocks it, and Python raises it in the main thread at once, mid-update."""
     import threading
 
-    from harness.signals import Ended, ending_signals_raise
+    from harness.machine.signals import Ended, ending_signals_raise
 
     knob, state = tmp_path / "knob", tmp_path / "state.json"
     knob.write_text("9\n")
@@ -476,7 +476,7 @@ def test_a_plan_over_an_hour_needs_yes(tmp_path: Path):
 
 def fake_run(path: Path, labels: dict[str, str]) -> Path:
     """A finished run directory with 5 rounds of each label (label -> tool)."""
-    from harness.results import RunRecord
+    from harness.pipeline.results import RunRecord
 
     path.mkdir(parents=True)
     with RunsWriter(path / "runs.csv") as w:
@@ -519,8 +519,8 @@ def test_resume_of_a_finished_run_changes_nothing(tmp_path: Path):
 
 
 def test_the_lock_file_is_flock_compatible_for_the_makefile(tmp_path: Path, private_state: Path):
-    """`make fuzz` takes the run lock with flock(1) on the path harness.state prints."""
-    p = subprocess.run([sys.executable, "-m", "harness.state", "lock-path"], capture_output=True, text=True, cwd=REPO)
+    """`make fuzz` takes the run lock with flock(1) on the path harness.machine.state prints."""
+    p = subprocess.run([sys.executable, "-m", "harness.machine.state", "lock-path"], capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 0 and p.stdout.strip() == str(private_state / "run.lock")
     with open(p.stdout.strip()) as f:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -164,7 +164,7 @@ def test_ringsum_outside_the_checkout_runs_the_installed_hashers(staged: Path, t
     assert built.returncode == 0, built.stderr
     env = {k: v for k, v in os.environ.items() if k != "RINGSUM_BIN_DIR"}
     env.update(PYTHONPATH=str(site), PATH=f"{staged / 'usr/bin'}:{env['PATH']}")
-    where = subprocess.run([sys.executable, "-c", "import harness.variants as v; print(v.__file__); "
+    where = subprocess.run([sys.executable, "-c", "import harness.catalog.variants as v; print(v.__file__); "
                             "print(v.default_bin_dir())"], capture_output=True, text=True, cwd=tmp_path, env=env)
     module, bin_dir = where.stdout.split()
     assert Path(module).is_relative_to(site) and Path(bin_dir) == staged / "usr/bin", where

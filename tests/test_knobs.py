@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from harness.knobs import GENERATED_BY, load_knobs, markdown_table
+from harness.catalog.knobs import GENERATED_BY, load_knobs, markdown_table
 from harness.units import format_size
-from harness.variants import REPO_ROOT, VARIANT_LIST, VARIANTS
+from harness.catalog.variants import REPO_ROOT, VARIANT_LIST, VARIANTS
 from hashers_support import program
 
 
@@ -120,8 +120,8 @@ def test_commands_any_program_as_a_baseline(tmp_path):
     command sets the speed limit alone (the config has no other reader)."""
     import pandas as pd
 
-    from harness.results import read_runs
-    from harness import verdict
+    from harness.pipeline.results import read_runs
+    from harness.pipeline import verdict
 
     config = tmp_path / "commands.toml"
     config.write_text(COMMANDS)
@@ -143,7 +143,7 @@ def test_commands_any_program_as_a_baseline(tmp_path):
     ('argv = ["cat", "{file}"]', "commands[0].name: missing"),
 ])
 def test_commands_config_errors(entry, message):
-    from harness.config import ConfigError, parse_config
+    from harness.pipeline.config import ConfigError, parse_config
 
     with pytest.raises(ConfigError, match=re.escape(message)):
         parse_config(f"[[commands]]\n{entry}\n", "c.toml")

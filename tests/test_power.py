@@ -1,4 +1,4 @@
-"""`make check-power` in small (harness/power.py): real builds with injected faults, one real run of
+"""`make check-power` in small (harness/check/power.py): real builds with injected faults, one real run of
 them in shuffled rounds, each condition judged by the check's own code, then made-up checks
 resampled from the run's rounds. The queue depth forced to 1 is caught by the counters in every
 check, real or resampled; an identical build is not."""
@@ -24,7 +24,7 @@ def test_power_study_catches_depth1_and_not_an_identical_build(tmp_path: Path) -
     config.write_text(CONFIG.replace("@MODE@", MODE).replace("@FILE@", str(data)))
     env = {k: v for k, v in os.environ.items() if k != "RINGSUM_FAULTS"}
     out = tmp_path / "power"
-    r = subprocess.run([sys.executable, "-m", "harness.power", "--config", str(config), "--repeats", "1",
+    r = subprocess.run([sys.executable, "-m", "harness.check.power", "--config", str(config), "--repeats", "1",
                         "--conditions", "unchanged,depth1", "--resampled", "4", "--out", str(out)],
                        cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]

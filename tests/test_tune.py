@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import tune, tune_space
-from harness.config import parse_config
-from harness.dataset import Dataset
-from harness.plan import build_plan
-from harness.results import read_runs
+from harness.tune import search as tune
+from harness.tune import space as tune_space
+from harness.pipeline.config import parse_config
+from harness.datasets.dataset import Dataset
+from harness.pipeline.plan import build_plan
+from harness.pipeline.results import read_runs
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
@@ -241,11 +242,11 @@ def test_errors_are_one_line(args, needle, tmp_path):
 
 
 def test_cold_mode_needs_root(monkeypatch, tmp_path, capsys):
-    from harness import cache
-    from harness import cli
+    from harness.machine import page_cache
+    from harness.cli import main
 
-    monkeypatch.setattr(cache, "is_root", lambda: False)
-    assert cli.main(["tune", "--size", "1M", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    monkeypatch.setattr(page_cache, "is_root", lambda: False)
+    assert main.main(["tune", "--size", "1M", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
     assert "pass --warm" in capsys.readouterr().err
 
 

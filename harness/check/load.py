@@ -1,0 +1,181 @@
+"""`ringsum check`'s input: a run directory reduced to, per command and figure, its executions'
+times and the reference's in the same rounds (cat, fio; ones for raw), and an A/B run split in halves."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from harness.pipeline import counters as ctr
+from harness.pipeline import results as res
+from harness.pipeline.config_schema import BASELINE_PREFIX
+
+
+class CheckError(Exception):
+    """The comparison cannot be made at all (missing baseline, unreadable run). Exit 2."""
+
+
+# Without these a file is no runs table, whatever else it holds: every figure needs them, and every
+# row says what ran on what (a failed execution has no wall time or exit code; nothing lacks the rest).
+REQUIRED_COLUMNS = ("label", "tool", "file", "file_size", "cache", "round", "wall_s", "exit_code")
+NEVER_BLANK = REQUIRED_COLUMNS[:6]
+
+
+@dataclass
+class Sample:
+    """A command's executions in one run for one figure: its times and, execution by execution,
+    the reference's time in the same round (ones for raw). The figure is
+    median(time) / median(reference): a spike of one reference execution does not carry over."""
+
+    time: np.ndarray
+    reference: np.ndarray
+    keys: list[tuple[str, int]] = field(default_factory=list)  # (file, round) of each execution
+
+    def __len__(self) -> int:
+        return len(self.time)
+
+    @property
+    def value(self) -> float:
+        return float(np.median(self.time) / np.median(self.reference))
+
+    def resampled(self, rng: np.random.Generator, resamples: int) -> np.ndarray:
+        """The figure of `resamples` bootstrap resamples of the executions (time and reference
+        drawn together, so the pairing by round is kept)."""
+        idx = rng.integers(0, len(self), size=(resamples, len(self)))
+        return np.median(self.time[idx], axis=1) / np.median(self.reference[idx], axis=1)
+
+
+@dataclass
+class RunData:
+    """One run directory reduced to what the check needs."""
+
+    path: Path
+    fingerprint_id: str | None
+    cache: str | None
+    runs: Any  # pandas DataFrame (harness.pipeline.results.read_runs)
+    samples: dict[str, dict[str, Sample]]  # label -> figure -> executions
+    failures: dict[str, str]  # label -> why (failed execution, hash mismatch)
+    counters: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> counter -> summary
+    ab_half: bool = False  # one half of an A/B run (select()): its rounds pair with the other half's
+
+
+def _per_round(rows: Any, column: str) -> dict[tuple[str, int], float]:
+    med = rows.groupby(["file", "round"])[column].median()
+    return {(str(f), int(r)): float(v) for (f, r), v in med.items() if v == v and v > 0}
+
+
+def reference_times(runs: Any) -> dict[str, dict[tuple[str, int], float]]:
+    """figure -> (file, round) -> reference time in that round: cat's wall time, and fio's read
+    time of the fio command with the best median (per file)."""
+    ok = runs[res.succeeded(runs)]
+    refs = {"cat": _per_round(ok[ok["tool"] == "cat"], "wall_s")}
+    fio = ok[ok["tool"] == "fio"].copy()
+    if len(fio):
+        fio["read_s"] = fio["fio_runtime_s"].where(fio["fio_runtime_s"] > 0, fio["wall_s"])
+        med = fio.groupby(["file", "label"])["read_s"].median()
+        best = {f: lbl for f, lbl in med.groupby(level=0).idxmin().map(lambda t: t[1]).items()}
+        fio = fio[[best.get(f) == lbl for f, lbl in zip(fio["file"], fio["label"])]]
+        refs["fio"] = _per_round(fio, "read_s")
+    else:
+        refs["fio"] = {}
+    return refs
+
+
+def _read(run_dir: Path, name: str, reader: Callable[[Path], Any]) -> Any:
+    """reader(run_dir / name), any way it fails one CheckError line naming the file. A symlink is
+    refused: a run directory's files are its own, and one planted there could make ringsum read
+    (and quote in an error) any file the user can."""
+    path = run_dir / name
+    if path.is_symlink():
+        raise CheckError(f"{run_dir}: {name} is a symlink, not the run's own file")
+    try:
+        return reader(path)
+    except (OSError, ValueError, KeyError, TypeError, csv.Error) as e:  # JSON and UTF-8 errors are ValueErrors
+        raise CheckError(f"{run_dir}: {name} unreadable: {' '.join(str(e).split())}") from None
+
+
+def _runs_table(path: Path) -> Any:
+    missing = [c for c in REQUIRED_COLUMNS if c not in (res.read_header(path) or [])]
+    if missing:
+        raise ValueError(f"not a runs table (no {', '.join(missing)} column)")
+    runs = res.read_runs(path)
+    for column in NEVER_BLANK:
+        blank = runs[column].isna() | (runs[column].astype(str) == "")
+        if blank.any():
+            raise ValueError(f"row {int(blank.to_numpy().argmax()) + 1} after the header has no {column}")
+    return runs
+
+
+def _meta(path: Path) -> dict[str, Any]:
+    meta = res.read_json(path)
+    if not isinstance(meta, dict) or not isinstance(meta.get("fingerprint") or {}, dict):
+        raise ValueError("not a run's metadata (a JSON object with a fingerprint object)")
+    return meta
+
+
+def load_run(path: str | Path) -> RunData:
+    p = Path(path)
+    if not is_run_dir(p):
+        raise CheckError(f"{p}: not a run directory (runs.csv and meta.json needed)")
+    meta = _read(p, res.META_JSON, _meta)
+    runs = _read(p, res.RUNS_CSV, _runs_table)
+    if not len(runs):
+        raise CheckError(f"{p}: no executions recorded in runs.csv")
+    refs = reference_times(runs)
+    ok_mask = res.succeeded(runs)
+    samples: dict[str, dict[str, Sample]] = {}
+    failures: dict[str, str] = {}
+    per_command = res.command_stats(runs).set_index("label")
+    for label, g in runs.groupby("label", sort=False):
+        st = per_command.loc[label]
+        if st["mismatches"]:
+            failures[label] = f"hash mismatch in {st['mismatches']} of {len(g)} executions"
+        elif st["failed"]:
+            failures[label] = f"{st['failed']} of {len(g)} executions failed: {st['first_error']}"
+        ok = g[ok_mask[g.index]]
+        keys = list(zip(ok["file"].astype(str), ok["round"].astype(int)))
+        wall = ok["wall_s"].to_numpy(dtype=float)
+        figs = {"raw": Sample(wall, np.ones_like(wall), keys)}
+        for name, ref in refs.items():
+            have = [k in ref for k in keys]
+            figs[name] = Sample(wall[have], np.array([ref[k] for k in keys if k in ref], dtype=float))
+        samples[str(label)] = figs
+    caches = set(runs["cache"].dropna().unique())
+    return RunData(path=p, fingerprint_id=(meta.get("fingerprint") or {}).get("fingerprint_id"),
+                   cache=caches.pop() if len(caches) == 1 else None, runs=runs,
+                   samples=samples, failures=failures,
+                   counters=_read(p, ctr.COUNTERS_CSV, lambda f: ctr.summarize(ctr.read(f))))
+
+
+def is_ab_run(run: RunData) -> bool:
+    """A run with a baseline build beside the current one (`--against`)."""
+    return any(label.startswith(BASELINE_PREFIX) for label in run.samples)
+
+
+def select(run: RunData, rename: Callable[[str], str | None]) -> RunData:
+    """The commands of `run` that rename() gives a new label (None: left out), under it."""
+    def pick(d: dict[str, Any]) -> dict[str, Any]:
+        return {new: v for k, v in d.items() if (new := rename(k)) is not None}
+
+    labels = [rename(str(lbl)) for lbl in run.runs["label"]]
+    rows = run.runs[[lbl is not None for lbl in labels]].copy()
+    rows["label"] = [lbl for lbl in labels if lbl is not None]
+    return dataclasses.replace(run, runs=rows, samples=pick(run.samples), failures=pick(run.failures),
+                               counters=pick(run.counters), ab_half=True)
+
+
+def split_ab(run: RunData) -> tuple[RunData, RunData]:
+    """(baseline, current) halves of an A/B run: the BASELINE_PREFIX commands, renamed to their
+    twins' labels, and everything else. Both keep the run's path: compare() pairs them by round."""
+    n = len(BASELINE_PREFIX)
+    return (select(run, lambda lbl: lbl[n:] if lbl.startswith(BASELINE_PREFIX) else None),
+            select(run, lambda lbl: None if lbl.startswith(BASELINE_PREFIX) else lbl))
+
+
+def is_run_dir(path: Path) -> bool:
+    return (path / res.RUNS_CSV).is_file() and (path / res.META_JSON).is_file()

@@ -1,0 +1,1 @@
+"""The `ringsum` command line: its parsers, and the one place that wires the packages together."""

@@ -1,0 +1,311 @@
+"""Behaviour counters of a hasher execution: what it did, not how long it took.
+
+Wall time on a shared VM is noisy; what a program does to get there mostly is not. An I/O
+regression (pipelining lost, queue depth ignored, O_DIRECT dropped) shows in these counters
+exactly, where wall time would need many rounds to see it:
+
+  reads           completions reaped (the hasher's --trace): blocks and retries
+  mean_in_flight  requests in flight, time-weighted over the consumer runs (--trace)
+  peak_in_flight  the most requests in flight at once (--trace): the queue depth used
+  uring_enters    io_uring_enter system calls (perf's syscalls tracepoint)
+  read_bytes      bytes the process made the block layer read (/proc/PID/io)
+  ctx_switches    voluntary + involuntary context switches (rusage, through GNU time)
+  minor_faults    minor page faults (rusage)
+  max_rss_kib     peak resident set (rusage)
+  resident_after  fraction of the file in the page cache afterwards (O_DIRECT leaves none)
+
+`probe()` runs one untimed execution under GNU time (rusage; /proc/PID/io read before the
+zombie is reaped) and, when perf's tracepoint works, under `perf stat` for the system calls. `compare()` judges two sets of probes counter by counter: the median of each
+side, a tolerance per counter measured on this VM (docs/regression-check.md), and a direction
+in which a change is a regression.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from statistics import median
+from typing import Callable
+
+from harness.machine import page_cache as cachemod
+
+COUNTERS_CSV = "counters.csv"
+ENTER_EVENT = "syscalls:sys_enter_io_uring_enter"
+
+
+@dataclass
+class Counters:
+    """One probe execution of one command: a row of counters.csv."""
+
+    label: str
+    file: str
+    exit_code: int | None
+    reads: int | None
+    mean_in_flight: float | None
+    peak_in_flight: int | None
+    uring_enters: int | None
+    read_bytes: int | None
+    ctx_switches: int | None
+    minor_faults: int | None
+    max_rss_kib: int | None
+    resident_after: float | None
+
+
+COLUMNS = [f.name for f in fields(Counters)]
+MEASURES = COLUMNS[COLUMNS.index("reads"):]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a counter may move before it is a change, and which way is worse ("none": shown,
+    never judged). A change must exceed both the relative and the absolute bound. `over`: how a
+    side's probes are summed up: their median, or their max for what a probe can only fall short
+    of (a queue depth not reached because every read completed at once; a file another program
+    dropped from the cache before it was measured)."""
+
+    relative: float
+    absolute: float
+    worse: str  # "up", "down", "either" or "none"
+    over: str = "median"  # or "max"
+
+
+# Set from 20 checks of two identical builds on the shared 2-core VM, three probes each
+# (docs/regression-check.md): reads, faults and RSS hardly move; read_bytes carries the
+# libraries re-read after a cache drop; system calls and context switches depend on timing
+# (io_uring_enter calls ranged 96-253 for the single thread, 114-365 for the multithreaded
+# one); the time-weighted mean in flight ranged 0.8-5.1 and is only shown. Context switches
+# ranged 96-814 there, and 8 against 118 for two identical builds of the single thread when
+# `make test` ran a CPU-heavy test beside the probes: they count waits and preemptions, not what
+# the program asked for, so they are shown, not judged (no injected fault is caught by them). The queue depth in
+# use is judged by its peak: the most in flight at once, which the first fill of the ring reaches
+# whatever the scheduling (the count at a consumer run was 0 on a loaded machine: every read had
+# completed before the consumer looked).
+TOLERANCES: dict[str, Tolerance] = {
+    "reads": Tolerance(0.05, 2, "up"),
+    "mean_in_flight": Tolerance(0.0, 0.0, "none"),
+    "peak_in_flight": Tolerance(0.40, 1.5, "down", "max"),
+    "uring_enters": Tolerance(2.00, 30, "up"),
+    "read_bytes": Tolerance(0.30, 8 << 20, "up"),
+    "ctx_switches": Tolerance(0.0, 0.0, "none"),
+    "minor_faults": Tolerance(0.25, 200, "up"),
+    "max_rss_kib": Tolerance(0.25, 4096, "up"),
+    "resident_after": Tolerance(0.0, 0.5, "either", "max"),
+}
+
+
+def trace_figures(trace: Path) -> tuple[int | None, float | None, int | None]:
+    """(completions reaped, time-weighted mean in flight at the consumer runs, the most in flight at
+    once) from a hasher's --trace CSV; a trace without the peak column (an older build) peaks at its
+    consumer runs' largest count."""
+    try:
+        with trace.open(newline="") as f:
+            rows = [(int(r["time_ns"]), int(r["in_flight"]), int(r["reaped"]),
+                     int(r.get("peak_in_flight") or r["in_flight"])) for r in csv.DictReader(f)]
+    except (OSError, KeyError, ValueError):
+        return None, None, None
+    if not rows:
+        return None, None, None
+    reads = sum(r[2] for r in rows)
+    peak = max(r[3] for r in rows)
+    span = rows[-1][0] - rows[0][0]
+    if span <= 0:
+        return reads, float(rows[0][1]), peak
+    weighted = sum(a[1] * (b[0] - a[0]) for a, b in zip(rows, rows[1:]))
+    return reads, weighted / span, peak
+
+
+def _proc_io(pid: int) -> dict[str, int]:
+    try:
+        text = Path(f"/proc/{pid}/io").read_text()
+    except OSError:
+        return {}
+    return {k: int(v) for k, v in (line.split(": ") for line in text.splitlines() if ": " in line)}
+
+
+TIME_FORMAT = "ringsum-probe %x %M %c %w %R"
+
+
+@dataclass
+class _Child:
+    exit_code: int | None  # None: killed at the timeout
+    read_bytes: int | None
+    max_rss_kib: int | None
+    ctx_switches: int | None
+    minor_faults: int | None
+    uring_enters: int | None
+
+
+def _perf_count(report: Path) -> int | None:
+    if not report.exists():
+        return None
+    for line in report.read_text(errors="replace").splitlines():
+        cells = line.split(",")
+        if len(cells) > 2 and cells[2] == ENTER_EVENT and cells[0].isdigit():
+            return int(cells[0])
+    return None
+
+
+def _run_child(argv: list[str], timeout: float, out: Path, count_syscalls: bool) -> _Child:
+    """Run argv once, under GNU time and, with count_syscalls, perf stat (stdout to `out`, stderr
+    to `out`.err). The rusage comes from time, whose small process forks the command: a child
+    forked from this Python would carry Python's peak RSS across its exec. read_bytes comes from
+    the outermost process's /proc/PID/io, read while it is a zombie: the kernel adds each reaped
+    child's to its parent's."""
+    rusage, perf = Path(f"{out}.rusage"), Path(f"{out}.perf")
+    timed = ["time", "-f", TIME_FORMAT, "-o", str(rusage), *argv]
+    if count_syscalls:
+        timed = ["perf", "stat", "-x,", "-o", str(perf), "-e", ENTER_EVENT, "--", *timed]
+    with open(out, "wb") as stdout, open(f"{out}.err", "wb") as stderr:
+        pid = os.posix_spawnp(timed[0], timed, dict(os.environ), setsid=True, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, stdout.fileno(), 1), (os.POSIX_SPAWN_DUP2, stderr.fileno(), 2)])
+    killed = threading.Event()
+
+    def kill() -> None:
+        killed.set()
+        os.killpg(pid, signal.SIGKILL)
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    try:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        io = _proc_io(pid)
+        os.waitpid(pid, 0)
+    except BaseException:
+        os.killpg(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
+    finally:
+        timer.cancel()
+    report = rusage.read_text(errors="replace").splitlines() if rusage.exists() else []
+    fields = next((line.split()[1:] for line in report if line.startswith("ringsum-probe ")), None)
+    # GNU time says so on a line of its own; its %x is then no exit status
+    signalled = next((int(m.group(1)) for line in report
+                      if (m := re.match(r"Command terminated by signal (\d+)", line))), None)
+    enters = _perf_count(perf)
+    rusage.unlink(missing_ok=True)
+    perf.unlink(missing_ok=True)
+    if killed.is_set() or not fields or len(fields) != 5:
+        return _Child(None, None, None, None, None, None)
+    code, rss, involuntary, voluntary, minor = (int(x) for x in fields)
+    if signalled is not None:
+        code = -signalled
+    return _Child(code, io.get("read_bytes"), rss, involuntary + voluntary, minor, enters)
+
+
+def perf_counts_enters() -> bool:
+    """perf can count the io_uring_enter tracepoint here (root, tracefs, perf installed)."""
+    if shutil.which("perf") is None:
+        return False
+    r = subprocess.run(["perf", "stat", "-x,", "-e", ENTER_EVENT, "true"], capture_output=True, text=True)
+    return r.returncode == 0 and "<not supported>" not in r.stderr
+
+
+def probe(label: str, argv: list[str], file: str, trace: Path | None, out: Path, timeout: float,
+          prepare: Callable[[], None], count_syscalls: bool) -> Counters:
+    """One probe of argv (stdout to `out`, stderr to `out`.err), the page cache prepare()d first."""
+    prepare()
+    child = _run_child(argv, timeout, out, count_syscalls)
+    reads, in_flight, peak = trace_figures(trace) if trace is not None and trace.exists() else (None, None, None)
+    try:
+        resident: float | None = cachemod.resident_fraction(file)[0]
+    except OSError:
+        resident = None
+    return Counters(label=label, file=file, exit_code=child.exit_code, reads=reads, mean_in_flight=in_flight,
+                    peak_in_flight=peak, uring_enters=child.uring_enters, read_bytes=child.read_bytes,
+                    ctx_switches=child.ctx_switches, minor_faults=child.minor_faults,
+                    max_rss_kib=child.max_rss_kib, resident_after=resident)
+
+
+# --- counters.csv ---
+
+def append(path: Path, row: Counters) -> None:
+    new = not path.exists() or path.stat().st_size == 0
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        if new:
+            w.writeheader()
+        w.writerow({k: "" if v is None else v for k, v in asdict(row).items()})
+        f.flush()
+        os.fsync(f.fileno())
+
+
+_FLOATS = {f.name for f in fields(Counters) if str(f.type).startswith("float")}
+
+
+def _uncell(name: str, text: str) -> float | int | None:
+    if text == "":
+        return None
+    return float(text) if name in _FLOATS else int(text)
+
+
+def read(path: Path) -> list[Counters]:
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return [Counters(label=r["label"], file=r["file"],
+                         **{k: _uncell(k, r.get(k) or "") for k in COLUMNS[2:]})  # type: ignore[arg-type]
+                for r in csv.DictReader(f)]
+
+
+# --- comparison ---
+
+@dataclass
+class CounterChange:
+    label: str
+    counter: str
+    baseline: float
+    current: float
+    verdict: str  # "regression", "improvement", "no change"
+
+    @property
+    def change(self) -> str:
+        if self.baseline == 0:
+            return f"{self.current - self.baseline:+g}"
+        return f"{(self.current / self.baseline - 1) * 100:+.1f}%"
+
+
+def summarize(rows: list[Counters]) -> dict[str, dict[str, float]]:
+    """label -> counter -> its median (or max, as TOLERANCES says) over the label's successful probes."""
+    by_label: dict[str, list[Counters]] = {}
+    for r in rows:
+        if r.exit_code == 0:
+            by_label.setdefault(r.label, []).append(r)
+    out: dict[str, dict[str, float]] = {}
+    for label, rs in by_label.items():
+        out[label] = {}
+        for k in MEASURES:
+            vals = [getattr(r, k) for r in rs if getattr(r, k) is not None]
+            if vals:
+                out[label][k] = float(max(vals) if TOLERANCES[k].over == "max" else median(vals))
+    return out
+
+
+def judge(counter: str, baseline: float, current: float) -> str:
+    tol = TOLERANCES[counter]
+    delta = current - baseline
+    if tol.worse == "none" or abs(delta) <= tol.absolute or abs(delta) <= tol.relative * abs(baseline):
+        return "no change"
+    if tol.worse == "either" or (delta > 0) == (tol.worse == "up"):
+        return "regression"
+    return "improvement"
+
+
+def compare(baseline: dict[str, dict[str, float]], current: dict[str, dict[str, float]]) -> list[CounterChange]:
+    """Every counter that both sides have, for every label on both sides."""
+    out = []
+    for label, cur in current.items():
+        base = baseline.get(label)
+        if base is None:
+            continue
+        for k in MEASURES:
+            if k in base and k in cur:
+                out.append(CounterChange(label, k, base[k], cur[k], judge(k, base[k], cur[k])))
+    return out

@@ -1,0 +1,445 @@
+"""What a run says: the speed limit, every command's paired ratio to it, the summary table and the
+headline answer (what to use on this machine, how sure that is, and whether the runner-up is
+really slower or a tie). Pure functions of the runs table (`harness.pipeline.results.read_runs()`); every
+median, interval and ratio comes from `harness.stats`.
+
+The speed limit is the fastest plain read of the same bytes in the same run: in each round, the
+lowest time of any read-only command (`READ_TOOLS`: cat, dd, fio, a `[[commands]]` entry with `reads_only`); fio counts by its own read
+runtime, since its wall time includes its start-up. A reader cannot be faster than it by
+construction; a hasher, b3sum or xxhsum that is faster (median of its per-round ratio below 1)
+means the run's readers missed a faster way to read, and is reported as a finding.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness import stats
+from harness.conditions import robust
+from harness.pipeline.decision import Decision, decide
+from harness.conditions.robust import condition_names, one_condition
+from harness.catalog.tools import READ_TOOLS
+from harness.pipeline.results import command_stats, succeeded
+from harness.units import about_size, format_rate, format_size
+
+RoundTimes = dict[int, float]  # round -> seconds (the median of the round's executions)
+
+LIMIT_DEFINITION = ("per round, the fastest plain read of the file by any read-only command "
+                    f"({', '.join(READ_TOOLS)}; fio by its own read runtime); the limit is the median "
+                    "over rounds")
+INTERVAL_METHOD = "distribution-free order-statistic interval for the median (no resampling)"
+
+
+# --- per-round times ---
+
+def job_time(runs: Any) -> Any:
+    """Seconds each execution took for its job: fio's own read runtime for fio, wall time otherwise."""
+    return runs["fio_runtime_s"].where(runs["tool"] == "fio", runs["wall_s"]).astype("float64")
+
+
+def by_round(runs: Any) -> dict[str, RoundTimes]:
+    """label -> {round: median job time over the round's successful executions}."""
+    ok = runs[succeeded(runs)]
+    out: dict[str, RoundTimes] = {}
+    if not len(ok):
+        return out
+    medians = job_time(ok).groupby([ok["label"].astype(str), ok["round"].astype(int)]).median()
+    for (label, rnd), seconds in medians.items():
+        if seconds == seconds:
+            out.setdefault(str(label), {})[int(rnd)] = float(seconds)
+    return out
+
+
+def paired(a: RoundTimes, b: RoundTimes) -> stats.Estimate:
+    """a's time / b's time, per round both have, as a median with its interval."""
+    rounds = sorted(set(a) & set(b))
+    return stats.paired_ratio([a[r] for r in rounds], [b[r] for r in rounds])
+
+
+def files_by_size(runs: Any) -> list[str]:
+    """The run's test files, smallest first."""
+    sizes = runs.groupby(runs["file"].astype(str))["file_size"].max()
+    return [str(f) for f in sizes.sort_values(kind="stable").index]
+
+
+def one_file(runs: Any, file: str | None = None) -> Any:
+    """The rows of one test file (default: the largest, the one headlines are about)."""
+    if not len(runs):
+        return runs
+    file = file if file is not None else files_by_size(runs)[-1]
+    return runs[runs["file"].astype(str) == file]
+
+
+def workloads(runs: Any) -> list[tuple[str, str]]:
+    """(condition, file) pairs: what a speed limit and a headline are about."""
+    return [(c, f) for c in condition_names(runs) for f in files_by_size(one_condition(runs, c))]
+
+
+# --- the speed limit ---
+
+@dataclass(frozen=True)
+class SpeedLimit:
+    """One file's speed limit: per round the fastest read and who did it, and over the rounds."""
+
+    file: str
+    file_size: int
+    per_round: RoundTimes
+    set_in_round: dict[int, str]  # round -> the reader that set the limit (equal times: the first label)
+    estimate: stats.Estimate  # the per-round limits: median and its interval
+    readers: dict[str, float]  # every reader with data -> its median job time
+
+    @property
+    def seconds(self) -> float:
+        return self.estimate.median
+
+    @property
+    def Bps(self) -> float:
+        return self.file_size / self.seconds
+
+    @property
+    def set_by(self) -> str:
+        """The reader that set the limit in the most rounds (equal counts: the faster median)."""
+        counts = {r: list(self.set_in_round.values()).count(r) for r in self.readers}
+        return min(self.readers, key=lambda r: (-counts[r], self.readers[r], r))
+
+    @property
+    def set_by_rounds(self) -> int:
+        return list(self.set_in_round.values()).count(self.set_by)
+
+    @property
+    def best_reader(self) -> str:
+        """The reader with the lowest median time."""
+        return min(self.readers, key=lambda r: (self.readers[r], r))
+
+    def text(self) -> str:
+        best = self.best_reader
+        return (f"{self.seconds:.3f} s = {format_rate(self.Bps)}, the fastest plain read per round "
+                f"(median of {self.estimate.n} rounds, interval {self.estimate.low:.3f}-{self.estimate.high:.3f} s); "
+                f"set by {self.set_by} in {self.set_by_rounds} of {len(self.set_in_round)} rounds; "
+                f"best reader by median: {best} ({self.readers[best]:.3f} s)")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"definition": LIMIT_DEFINITION, "file": self.file, "file_size": self.file_size,
+                "limit_s": self.seconds, "limit_Bps": self.Bps, "interval_s": self.estimate.to_json(),
+                "set_by": self.set_by, "set_by_rounds": self.set_by_rounds, "best_reader": self.best_reader,
+                "best_reader_median_s": self.readers[self.best_reader], "readers": self.readers,
+                "per_round": [{"round": r, "seconds": s, "reader": self.set_in_round[r]}
+                              for r, s in sorted(self.per_round.items())]}
+
+
+def speed_limit(runs: Any, file: str | None = None) -> SpeedLimit | None:
+    """The speed limit of one file (default: the largest); None when no reader succeeded."""
+    rows = one_file(runs, file)
+    readers = rows[rows["tool"].isin(READ_TOOLS) & (rows["bytes"] == rows["file_size"]).fillna(False).astype(bool)]
+    times = by_round(readers)
+    if not times:
+        return None
+    per_round: RoundTimes = {}
+    set_in_round: dict[int, str] = {}
+    for label in sorted(times):
+        for rnd, seconds in times[label].items():
+            if rnd not in per_round or seconds < per_round[rnd]:
+                per_round[rnd], set_in_round[rnd] = seconds, label
+    return SpeedLimit(file=str(readers["file"].iloc[0]), file_size=int(readers["file_size"].iloc[0]),
+                      per_round=per_round, set_in_round=set_in_round,
+                      estimate=stats.median_interval(per_round.values()),
+                      readers={lbl: stats.median_interval(t.values()).median for lbl, t in times.items()})
+
+
+def limit_ratios(runs: Any) -> dict[str, stats.Estimate]:
+    """label -> its time / its file's speed limit, paired per round (commands of files without a limit
+    are left out)."""
+    out = {}
+    for cond, file in workloads(runs):
+        rows = one_file(one_condition(runs, cond), file)
+        limit = speed_limit(rows)
+        if limit is None:
+            continue
+        for label, times in by_round(rows).items():
+            out[label] = paired(times, limit.per_round)
+    return out
+
+
+def blake3_in_memory(runs: Any) -> dict[str, float | None]:
+    """Warm mode: how fast BLAKE3 hashes a cached file, the median throughput of `b3sum
+    --num-threads 1` and of `b3sum` (all threads), both with mmap. A figure of its own, not the
+    speed limit (which is about reading)."""
+    ok = runs[succeeded(runs)]
+    b3 = ok[(ok["tool"] == "b3sum") & (ok["mmap"] == True)]  # noqa: E712 (nullable)
+    one = b3[b3["num_threads"] == 1]["throughput_Bps"]
+    every = b3[b3["num_threads"].isna()]["throughput_Bps"]
+    return {"blake3_single_core_Bps": float(one.median()) if len(one) else None,
+            "blake3_all_core_Bps": float(every.median()) if len(every) else None}
+
+
+def meta_speed_limit(runs: Any, cache: str) -> dict[str, Any]:
+    """meta.json's `speed_limit`: the largest file's limit (in the first condition), plus BLAKE3's
+    in-memory speed when warm."""
+    runs = one_condition(runs)
+    limit = speed_limit(runs)
+    out: dict[str, Any] = limit.to_json() if limit else {
+        "definition": LIMIT_DEFINITION, "limit_s": None, "limit_Bps": None,
+        "reason": f"no successful read-only command ({', '.join(READ_TOOLS)})"}
+    if cache == "warm":
+        out.update(blake3_in_memory(runs))
+    return out
+
+
+# --- the headline ---
+
+@dataclass(frozen=True)
+class Versus:
+    """The recommended command against another: its time / the other's, per round."""
+
+    label: str
+    ratio: stats.Estimate
+    within_noise: bool = False  # the decision's word: too few rounds for its confidence is a tie
+
+    @property
+    def outcome(self) -> str:
+        return "tie" if self.within_noise else stats.outcome(self.ratio)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "ratio": self.ratio.to_json(), "outcome": self.outcome}
+
+
+@dataclass
+class Headline:
+    """What to use on this machine, for the run's largest file."""
+
+    file_size: int
+    cache: str
+    rounds: int
+    files: int = 1  # in the dataset: more than one is a tree
+    dataset: str = ""  # its path
+    use: str | None = None  # the hasher with the lowest median time
+    argv: list[str] | None = None
+    median: stats.Estimate | None = None  # its wall time, seconds
+    limit: SpeedLimit | None = None
+    vs_limit: stats.Estimate | None = None
+    b3sum: Versus | None = None  # the b3sum command with the lowest median
+    runner_up: Versus | None = None
+    tied: list[str] = field(default_factory=list)  # hashers the data cannot tell from `use`
+    decision: Decision | None = None
+    faster_than_limit: list[Versus] = field(default_factory=list)  # findings: label, its time / limit
+
+    def items(self) -> list[tuple[str, str]]:
+        """(what, text) pairs: the headline in words, for summary.txt and summary.md alike."""
+        out = [("decision", self.decision.text())] if self.decision else []
+        if self.use is None:
+            out.append(("use", "no hasher ran successfully"))
+        else:
+            assert self.median is not None
+            out.append(("use" if not self.tied else "fastest", self.use))
+            if self.argv:
+                out.append(("command", shlex.join(self.argv)))
+            out.append(("median", f"{self.median.text()} s ({format_rate(self.file_size / self.median.median)})"))
+            if self.limit and self.vs_limit:
+                out.append(("vs limit", f"{self.vs_limit.text(2)} x the fastest plain read "
+                            f"({self.limit.seconds:.3f} s, {self.limit.set_by} in {self.limit.set_by_rounds} "
+                            f"of {len(self.limit.set_in_round)} rounds)"))
+            else:
+                out.append(("vs limit", f"- (no read-only command ({', '.join(READ_TOOLS)}) in the run)"))
+            if self.b3sum:
+                out.append(("vs b3sum", f"{self.b3sum.ratio.text(2)} x the time of `{self.b3sum.label}`: "
+                            + {"faster": "faster, real", "slower": "SLOWER than b3sum, real",
+                               "tie": "a TIE with b3sum", "unknown": "no common rounds"}[self.b3sum.outcome]))
+            if self.runner_up:
+                out.append(("runner-up", f"{self.runner_up.label}: winner/runner-up "
+                            f"{self.runner_up.ratio.text(3)}: "
+                            + {"faster": "the difference is real", "tie": "TIE",
+                               "slower": "the runner-up is faster round by round (the medians disagree)",
+                               "unknown": "no common rounds"}[self.runner_up.outcome]))
+        for v in self.faster_than_limit:
+            out.append(("FINDING", f"{v.label} is faster than the speed limit ({v.ratio.text(3)} x its time): "
+                        f"the run's read-only commands missed a faster way to read the {'tree' if self.tree else 'file'}"))
+        if self.median is not None:
+            short = self.median.confidence < stats.CONFIDENCE
+            strict = self.decision and self.decision.confidence > stats.CONFIDENCE
+            out.append(("intervals", f"95% for medians and per-round ratios, {INTERVAL_METHOD}"
+                        + (f"; the decision and the runner-up at {self.decision.confidence:.2%} (several looks)"
+                           if strict else "")
+                        + (f"; {self.median.n} rounds give at most {self.median.confidence:.1%} (min to max)"
+                           if short else "")))
+        return out
+
+    def title(self) -> str:
+        what = (f"tree of {self.files} files, {about_size(self.file_size)}, {self.dataset}" if self.tree
+                else f"{format_size(self.file_size)} file")
+        return f"What to use on this machine ({what}, {self.cache} cache, {self.rounds} rounds)"
+
+    @property
+    def tree(self) -> bool:
+        return self.files > 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file_size": self.file_size, "files": self.files, "dataset": self.dataset,
+                "cache": self.cache, "rounds": self.rounds,
+                "use": self.use, "argv": self.argv,
+                "median_s": self.median.to_json() if self.median else None,
+                "speed_limit": self.limit.to_json() if self.limit else None,
+                "vs_limit": self.vs_limit.to_json() if self.vs_limit else None,
+                "vs_b3sum": self.b3sum.to_json() if self.b3sum else None,
+                "runner_up": self.runner_up.to_json() if self.runner_up else None,
+                "tied": self.tied, "decision": self.decision.to_json() if self.decision else None,
+                "faster_than_limit": [v.to_json() for v in self.faster_than_limit]}
+
+
+def fastest(times: dict[str, RoundTimes], labels: list[str]) -> list[tuple[str, float]]:
+    """(label, median time) of the labels with data, fastest first."""
+    medians = [(lbl, stats.median_interval(times[lbl].values()).median) for lbl in labels if times.get(lbl)]
+    return sorted(medians, key=lambda t: (t[1], t[0]))
+
+
+def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, file: str | None = None,
+             condition: str | None = None, confidence: float = stats.CONFIDENCE) -> Headline:
+    """The headline for one dataset (default: the run's largest) in one condition (default: the
+    first); argv maps labels to their command lines; `confidence`: the decision's, per comparison
+    (stricter than 95% for a run that looked several times, harness/pipeline/sequential.py)."""
+    rows = one_file(one_condition(runs, condition), file)
+    files = rows["files"].dropna() if "files" in rows else []
+    h = Headline(file_size=int(rows["file_size"].max()) if len(rows) else 0, cache=cache,
+                 rounds=int(rows["round"].nunique()) if len(rows) else 0,
+                 files=int(files.max()) if len(files) else 1, dataset=str(rows["file"].iloc[0]) if len(rows) else "")
+    times = by_round(rows)
+    tools = dict(zip(rows["label"].astype(str), rows["tool"].astype(str)))
+    h.limit = speed_limit(rows)
+    if h.limit:
+        for label, tool in tools.items():
+            if tool not in READ_TOOLS and label in times:
+                ratio = paired(times[label], h.limit.per_round)
+                if stats.outcome(ratio) == "faster":  # a median under 1 with 1 in its interval is at the limit
+                    h.faster_than_limit.append(Versus(label, ratio))
+    hashers = fastest(times, [lbl for lbl, tool in tools.items() if tool == "hasher"])
+    h.decision = decide(times, [lbl for lbl, _ in hashers], confidence)
+    if not hashers:
+        return h
+    h.use = hashers[0][0]
+    h.argv = (argv or {}).get(h.use)
+    mine = times[h.use]
+    h.median = stats.median_interval(mine.values())
+    if h.limit:
+        h.vs_limit = paired(mine, h.limit.per_round)
+    b3sums = fastest(times, [lbl for lbl, tool in tools.items() if tool == "b3sum"])
+    if b3sums:
+        h.b3sum = Versus(b3sums[0][0], paired(mine, times[b3sums[0][0]]))
+    if len(hashers) > 1:
+        d = h.decision  # the runner-up the decision names, at its confidence
+        h.runner_up = Versus(d.runner_up, d.runner_up_ratio, not d.decided) if d.runner_up and d.runner_up_ratio else None
+    h.tied = h.decision.contenders[1:]
+    return h
+
+
+# --- summary.txt and summary.json ---
+
+def _hash_word(hash_ok_all: Any) -> str:
+    """summary.txt's and summary.json's hash status: "-" for a tool that prints no hash."""
+    import pandas as pd
+
+    return "-" if pd.isna(hash_ok_all) else ("ok" if hash_ok_all else "MISMATCH")
+
+
+def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None,
+              confidence: float = stats.CONFIDENCE) -> str:
+    """The summary printed at the end of a run (and saved as summary.txt): the table of every
+    command, the speed limit, and the headline last."""
+    if not len(runs):
+        return "no runs recorded\n"
+    ratios = limit_ratios(runs)
+    table = command_stats(runs).sort_values("median_Bps", ascending=False, na_position="last")
+    width = max(20, min(60, int(table["label"].str.len().max())))
+    lines = [f"{'command':<{width}}  {'n':>3}  {'median':>8}  {'min':>8}  {'max':>8}  "
+             f"{'throughput':>11}  {'x limit':>7}  hash"]
+
+    def sec(v: Any) -> str:
+        return "-" if v is None or v != v else f"{v:.3f} s"
+
+    for r in table.itertuples():
+        ratio = ratios.get(r.label)
+        shown = f"{ratio.median:.2f}" if ratio is not None and ratio.n else "-"
+        n = f"{r.n}" + (f"+{r.failed}!" if r.failed else "")
+        label = r.label if len(r.label) <= width else r.label[: width - 1] + "…"
+        lines.append(f"{label:<{width}}  {n:>3}  {sec(r.median_s):>8}  {sec(r.min_s):>8}  "
+                     f"{sec(r.max_s):>8}  {format_rate(r.median_Bps):>11}  {shown:>7}  {_hash_word(r.hash_ok_all)}")
+    lines += ["", "x limit: the command's time / the speed limit in the same round, median over rounds "
+                  "(fio: its own read runtime; its wall time above includes its start-up)"]
+
+    def best(mask: Any) -> str:
+        t = table[mask & table["median_Bps"].notna()]
+        if not len(t):
+            return "-"
+        r = t.iloc[0]
+        return f"{r['label']}  {format_rate(r['median_Bps'])}  (median {sec(r['median_s'])})"
+
+    conds = condition_names(runs)
+    files = files_by_size(one_condition(runs))
+    for cond, file in workloads(runs):
+        limit = speed_limit(one_condition(runs, cond), file)
+        where = (f" [{file}]" if len(files) > 1 else "") + (f" @{cond}" if len(conds) > 1 else "")
+        lines.append(f"speed limit{where}: " + (limit.text() if limit else
+                     f"- (no successful read-only command: {', '.join(READ_TOOLS)})"))
+    if cache == "warm":
+        b3 = blake3_in_memory(runs)
+        lines.append(f"BLAKE3 in memory:  single core {format_rate(b3['blake3_single_core_Bps'])}, "
+                     f"all cores {format_rate(b3['blake3_all_core_Bps'])} (b3sum, mmap; not a limit)")
+    lines.append(f"best hasher:       {best(table['tool'] == 'hasher')}")
+    lines.append(f"best b3sum:        {best(table['tool'] == 'b3sum')}")
+    lines.append(f"cat:               {best(table['tool'] == 'cat')}")
+    for r in table[table["hash_ok_all"].eq(False).fillna(False)].itertuples():
+        lines.append(f"HASH MISMATCH:     {r.label}")
+    for r in table[table["failed"] > 0].itertuples():
+        lines.append(f"FAILED RUNS:       {r.label}: {r.failed}")
+    if len(conds) > 1:
+        return "\n".join(lines + across_conditions(runs)) + "\n"
+    trees = "files" in runs and bool(runs["files"].fillna(1).gt(1).any())
+    for file in files if trees else files[-1:]:  # a headline per dataset once trees are among them
+        h = headline(runs, cache, argv, file, confidence=confidence)
+        lines += ["", h.title() + ":"]
+        lines += [f"  {what + ':':<11} {text}" for what, text in h.items()]
+    return "\n".join(lines) + "\n"
+
+
+def robust_pick(runs: Any) -> robust.RobustPick | None:
+    """The configuration to choose when the machine may be any of the run's conditions (the
+    largest file's)."""
+    times: dict[str, dict[str, RoundTimes]] = {}
+    limits: dict[str, RoundTimes] = {}
+    for cond in condition_names(runs):
+        rows = one_file(one_condition(runs, cond))
+        hashers = set(rows[rows["tool"] == "hasher"]["label"].astype(str))
+        times[cond] = {robust.configuration(k, cond): t for k, t in by_round(rows).items() if k in hashers}
+        limit = speed_limit(rows)
+        if limit:
+            limits[cond] = limit.per_round
+    return robust.robust_pick(times, limits)
+
+
+def across_conditions(runs: Any) -> list[str]:
+    """summary.txt's lines for a run of several conditions: each one's winner, then the robust pick."""
+    return robust.lines(int(one_file(runs)["file_size"].max()),
+                        [(c, headline(runs, "", None, None, c)) for c in condition_names(runs)], robust_pick(runs))
+
+
+def summary_json(runs: Any, cache: str, argv: dict[str, list[str]] | None = None,
+                 confidence: float = stats.CONFIDENCE) -> dict[str, Any]:
+    """summary.json: the headline, the speed limit and every command's ratio to it, machine-readable."""
+    ratios = limit_ratios(runs)
+    commands = []
+    for r in command_stats(runs).itertuples():
+        ratio = ratios.get(r.label)
+        commands.append({"label": r.label, "tool": r.tool, "n": r.n, "failed": r.failed,
+                         **{k: None if v != v else v for k, v in (("median_s", r.median_s), ("min_s", r.min_s),
+                                                                   ("max_s", r.max_s))}, "hash": _hash_word(r.hash_ok_all),
+                         "vs_limit": ratio.to_json() if ratio is not None else None})
+    headlines = [headline(runs, cache, argv, f, c, confidence).to_json() | {"condition": c} for c, f in workloads(runs)]
+    first = [h for h in headlines if h["condition"] == condition_names(runs)[0]]
+    pick = robust_pick(runs) if len(condition_names(runs)) > 1 else None
+    return {"conditions": {"names": condition_names(runs), "robust_pick": pick.to_json() if pick else None},
+            "interval": {"confidence": stats.CONFIDENCE, "method": INTERVAL_METHOD},
+            "ratios": stats.RATIO_CONVENTION,
+            "headline": first[-1] if first else headline(runs, cache, argv, confidence=confidence).to_json(),
+            "headlines": headlines,
+            "blake3_in_memory": blake3_in_memory(runs) if cache == "warm" else None,
+            "commands": commands}

@@ -1,0 +1,1 @@
+"""`ringsum tune`: the best hasher configuration for this machine without running the full grid."""
