@@ -11,13 +11,13 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from analysis.load import Run
+from harness.catalog.tools import COMMAND, READER, TOOL_LIST, TOOLS
+from harness.catalog.variants import VARIANT_LIST
 from harness.pipeline import decision
 from harness.pipeline import verdict
-from harness.stats import CONFIDENCE
 from harness.pipeline.results import command_stats
-from harness.catalog.tools import COMMAND, READER, TOOL_LIST, TOOLS
+from harness.stats import CONFIDENCE
 from harness.units import format_size
-from harness.catalog.variants import VARIANT_LIST
 
 
 GB = 1e9

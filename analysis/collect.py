@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.load import META_JSON, RUNS_CSV, Run, load_run
+from analysis.load import META_JSON, RUNS_CSV, Run, RunDirError, load_run
 from harness import stats
-from harness.units import format_rate, format_size
 from harness.pipeline.verdict import Headline, headline
+from harness.units import format_rate, format_size
 
 FLEET_JSON = "fleet.json"
 STATUS_JSON = "status.json"  # harness/fleet/playbook.yml: a host's outcome
@@ -275,8 +275,6 @@ def write(roots: list[Path], out: Path) -> tuple[Path, str | None, list[Trouble]
 
 
 def run_collect(roots: list[str], out: str) -> int:
-    from analysis.load import RunDirError
-
     try:
         md, warning, troubles = write([Path(r) for r in roots], Path(out))
     except (FleetError, RunDirError) as e:

@@ -17,8 +17,8 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from analysis.chart_data import GB, ROLES, Skip, subtitle  # noqa: E402
 from analysis.load import Run  # noqa: E402
 from harness import stats
-from harness.pipeline import decision
 from harness.conditions import robust
+from harness.pipeline import decision
 from harness.pipeline import verdict
 
 COMPARED_TOOLS = ("hasher", "b3sum")

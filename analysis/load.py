@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.pipeline import results as harness_results
 from harness import stats
+from harness.pipeline import results as harness_results
 from harness.pipeline import verdict
 from harness.pipeline.verdict import SpeedLimit
 

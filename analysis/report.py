@@ -18,10 +18,10 @@ import matplotlib.pyplot as plt
 from analysis import chart_data, charts, condition_charts
 from analysis.load import Run, speed_limit
 from analysis.report_html import Chart, report_html
-from harness.pipeline.results import command_stats, succeeded
-from harness.pipeline import results as harness_results
 from harness.conditions import robust
+from harness.pipeline import results as harness_results
 from harness.pipeline import verdict
+from harness.pipeline.results import command_stats, succeeded
 from harness.stats import RATIO_CONVENTION
 
 matplotlib.rcParams["svg.hashsalt"] = "ringsum"  # stable element ids: same data, same SVG

@@ -21,6 +21,7 @@ class Progress:
         self.total, self.done, self.stream = total, 0, stream
         self.bar = None
         if _terminal_width(stream) > 0:
+            # Deferred for start-up time: tqdm loads only when a progress bar is drawn.
             from tqdm import tqdm
 
             self.bar = tqdm(total=total, file=stream, unit="run", dynamic_ncols=True)

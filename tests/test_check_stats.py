@@ -12,11 +12,11 @@ from xml.etree import ElementTree as ET
 import numpy as np
 import pytest
 
-from harness.check import saved_runs
 from harness.check import decide
+from harness.check import instructions
 from harness.check import load
 from harness.check import report as check_report
-from harness.check import instructions
+from harness.check import saved_runs
 from harness.pipeline.results import RunRecord, RunsWriter
 
 pytestmark = pytest.mark.independent

@@ -18,9 +18,9 @@ import pytest
 
 from harness import compare
 from harness.check import decide
+from harness.check.load import load_run
 from harness.cli import main as cli
 from harness.pipeline import counters
-from harness.check.load import load_run
 
 pytestmark = pytest.mark.independent
 

@@ -24,12 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.conditions.spec import Condition, ConditionError, parse_cli, simd_level_of_cpu
-from harness.pipeline.config import ConfigError, parse_config
 from harness.conditions.confine import Confinement
+from harness.conditions.spec import Condition, ConditionError, parse_cli, simd_level_of_cpu
 from harness.datasets.dataset import Dataset
+from harness.pipeline.config import ConfigError, parse_config
 from hashers_support import ringsum
-from harness.pipeline.plan import PlanError, build_plan, estimate_execution_s
+from harness.pipeline.estimate import estimate_execution_s
+from harness.pipeline.plan import PlanError, build_plan
 from test_tune import SMALL_SPACE
 
 REPO = Path(__file__).resolve().parent.parent

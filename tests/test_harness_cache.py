@@ -72,7 +72,7 @@ def test_prepare_helper_drop_and_warm_log(random_file, tmp_path: Path):
 
 
 def test_drop_refused_without_root(monkeypatch, tmp_path: Path):
-    from harness.cli import main
+    from harness.cli.main import main
 
     monkeypatch.setattr(page_cache, "is_root", lambda: False)
     cfg = tmp_path / "c.toml"

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.pipeline.config import ConfigError, load_config, parse_config
 from harness.datasets.dataset import Dataset
-from harness.pipeline.plan import PlanError, build_plan, estimate, round_orders
+from harness.pipeline.config import ConfigError, load_config, parse_config
+from harness.pipeline.estimate import estimate
+from harness.pipeline.plan import PlanError, build_plan, round_orders
 
 pytestmark = pytest.mark.independent
 

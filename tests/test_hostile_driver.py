@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.pipeline.results import RunsWriter, read_runs
 from harness.machine.settings import Tunable, timing_settings
+from harness.pipeline.results import RunsWriter, read_runs
 
 REPO = Path(__file__).resolve().parent.parent
 IS_ROOT = os.geteuid() == 0

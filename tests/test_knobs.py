@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from harness.catalog.knobs import GENERATED_BY, load_knobs, markdown_table
-from harness.units import format_size
 from harness.catalog.variants import REPO_ROOT, VARIANT_LIST, VARIANTS
+from harness.units import format_size
 from hashers_support import program
 
 

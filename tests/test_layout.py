@@ -1,7 +1,8 @@
-"""The package layout the code promises: small modules, and imports in one direction only,
-analysis -> harness; the command line (harness/cli/main.py, the `ringsum` entry point) is the one module
-that reaches into both, and only where a report command runs. Static (every import statement, lazy
-ones in functions included) and dynamic (what importing each module really loads)."""
+"""The package layout the code promises: small modules (Python and C), imports in one direction
+only (analysis -> harness; the command line, harness/cli/main.py, is the one module that reaches
+into both), no import cycle, no deferred import but for start-up time, and no private name reached
+from outside its module. Static (every import statement, lazy ones in functions included) and
+dynamic (what importing each module really loads)."""
 
 import ast
 import re
@@ -16,8 +17,9 @@ pytestmark = pytest.mark.independent
 REPO = Path(__file__).resolve().parent.parent
 MAX_LINES = 450
 # package -> the packages it must never import
-FORBIDDEN = {"harness": ("analysis",), "analysis": ("harness.cli.main", "harness.__main__")}
-COMMAND_LINE = {"cli.py", "__main__.py"}  # harness's entry point: dispatches to analysis lazily
+FORBIDDEN = {"harness": ("analysis",), "analysis": ("harness.cli", "harness.__main__")}
+COMMAND_LINE = {"harness/cli/main.py", "harness/__main__.py"}  # the entry point: it wires analysis in
+PACKAGES = ("harness", "analysis")
 
 
 def forbidden(package: str, name: str) -> bool:
@@ -25,7 +27,16 @@ def forbidden(package: str, name: str) -> bool:
 
 
 def modules(package: str) -> list[Path]:
-    return sorted((REPO / package).glob("*.py"))
+    return sorted((REPO / package).rglob("*.py"))
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def rel(path: Path) -> str:
+    return str(path.relative_to(REPO))
 
 
 def imported(path: Path) -> set[str]:
@@ -40,26 +51,130 @@ def imported(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("package", ["harness", "analysis"])
 def test_no_module_over_the_line_limit(package):
-    long = {p.name: n for p in modules(package) if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    long = {rel(p): n for p in modules(package) if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not long, f"{package}: modules over {MAX_LINES} lines: {long}"
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_imports_go_one_way_statically(package):
-    bad = {f"{p.name}: {name}" for p in modules(package) if p.name not in COMMAND_LINE
+    bad = {f"{rel(p)}: {name}" for p in modules(package) if rel(p) not in COMMAND_LINE
            for name in imported(p) if forbidden(package, name)}
     assert not bad, f"{package} must not import {FORBIDDEN[package]}: {sorted(bad)}"
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_imports_go_one_way_when_loaded(package):
-    names = [f"{package}.{p.stem}" for p in modules(package) if p.stem not in ("__main__",)]
+    names = [module_name(p) for p in modules(package) if p.stem != "__main__" and rel(p) not in COMMAND_LINE]
     code = ("import importlib, sys\n"
             f"for n in {names!r}: importlib.import_module(n)\n"
             f"bad = sorted(m for m in sys.modules if any(m == f or m.startswith(f + '.') for f in {FORBIDDEN[package]!r}))\n"
             "print(' '.join(bad)); sys.exit(1 if bad else 0)\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, f"importing {package} loaded {r.stdout.strip()}{r.stderr[-500:]}"
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the project modules it imports anywhere (in a function, under TYPE_CHECKING too):
+    `from harness.check import decide` is an import of harness.check.decide."""
+    paths = {module_name(p): p for pkg in PACKAGES for p in modules(pkg)}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges |= {a.name for a in node.names if a.name in paths}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for a in node.names:
+                    sub = f"{node.module}.{a.name}"
+                    edges.add(sub if sub in paths else node.module)
+        graph[name] = {e for e in edges if e in paths and e != name and not name.startswith(e + ".")
+                       and paths[e].name != "__init__.py"}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_import_graph_has_no_cycle():
+    assert cycles(import_graph()) == []
+
+
+def test_cycles_are_found():
+    """The check above can fail: a made-up graph with a cycle through three modules."""
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def deferred_imports(path: Path) -> list[str]:
+    """Imports inside a function without a comment saying they wait for start-up time."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    bad = []
+    for fn in ast.walk(ast.parse("\n".join(lines))):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    near = " ".join(lines[max(0, node.lineno - 3):node.lineno])
+                    if "start-up" not in near:
+                        bad.append(f"{rel(path)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    return bad
+
+
+def test_no_deferred_import_but_for_start_up_time():
+    bad = [b for pkg in PACKAGES for p in modules(pkg) for b in deferred_imports(p)]
+    assert not bad, "imports inside functions (hoist them, or say they wait for start-up time):\n" + "\n".join(bad)
+
+
+def private_reaches(path: Path) -> list[str]:
+    """`from m import _x` and `m._x` where m is a project module: a private used outside its module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bound: set[str] = set()
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES:
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    bad.append(f"{rel(path)}:{node.lineno}: from {node.module} import {a.name}")
+                bound.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            bound |= {a.asname or a.name for a in node.names if a.name.split(".")[0] in PACKAGES}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            bad.append(f"{rel(path)}:{node.lineno}: {node.value.id}.{node.attr}")
+    return bad
+
+
+def test_no_private_reached_from_outside_its_module():
+    bad = [b for pkg in PACKAGES for p in modules(pkg) for b in private_reaches(p)]
+    assert not bad, "\n".join(bad)
 
 
 def test_no_fixed_name_in_a_shared_temporary_directory():

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.pipeline.config import load_config
+from harness.catalog.variants import REPO_ROOT
 from harness.datasets.dataset import Dataset
+from harness.pipeline.config import load_config
 from harness.pipeline.earlier_runs import learn, this_machine
 from harness.pipeline.estimate import estimate
 from harness.pipeline.plan import build_plan
-from harness.catalog.variants import REPO_ROOT
 
 pytestmark = pytest.mark.independent
 

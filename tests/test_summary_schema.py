@@ -12,9 +12,9 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from analysis.load import load_run
+from harness.catalog.variants import REPO_ROOT
 from harness.pipeline import verdict
 from harness.pipeline.results import SUMMARY_JSON, write_json_atomic
-from harness.catalog.variants import REPO_ROOT
 
 pytestmark = pytest.mark.independent
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.tune import search as tune
-from harness.tune import space as tune_space
-from harness.pipeline.config import parse_config
 from harness.datasets.dataset import Dataset
+from harness.pipeline.config import parse_config
 from harness.pipeline.plan import build_plan
 from harness.pipeline.results import read_runs
+from harness.tune import search as tune
+from harness.tune import space as tune_space
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
@@ -243,7 +243,7 @@ def test_errors_are_one_line(args, needle, tmp_path):
 
 def test_cold_mode_needs_root(monkeypatch, tmp_path, capsys):
     from harness.machine import page_cache
-    from harness.cli import main
+    from harness.cli.main import main
 
     monkeypatch.setattr(page_cache, "is_root", lambda: False)
     assert main.main(["tune", "--size", "1M", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 2

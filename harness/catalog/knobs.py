@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.catalog.variants import VARIANTS, default_bin_dir
 from harness.pipeline import config_values
 from harness.units import format_size
-from harness.catalog.variants import VARIANTS, default_bin_dir
 
 # Knobs that baselines share (dd's block size, fio's depth and O_DIRECT): runs.csv columns of
 # their own, filled for every tool; the other knobs are the hashers' alone.
@@ -195,7 +195,7 @@ def flags_on_by_default(table: KnobTable, variant: str) -> tuple[Knob, ...]:
 def switched_on(table: KnobTable, variant: str, values: dict[str, Any]) -> tuple[str, ...]:
     """The flags on in `values` beyond the variant's own: what a command asks for (its label's words)."""
     own = {k.name for k in flags_on_by_default(table, variant)}
-    return tuple(k.name for k in table.flags if config_values.get(k.name) and k.name not in own)
+    return tuple(k.name for k in table.flags if values.get(k.name) and k.name not in own)
 
 
 def hasher_knobs(table: KnobTable) -> dict[str, tuple[config_values.Parser, tuple[Any, ...]]]:

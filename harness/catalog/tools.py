@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.pipeline import config_values
-from harness.datasets.dataset import LIST_PLACEHOLDER, Dataset
-from harness.units import format_size
 from harness.catalog.variants import REPO_ROOT
+from harness.datasets.dataset import LIST_PLACEHOLDER, Dataset
+from harness.pipeline import config_values
+from harness.units import format_size
 
 FIO_JSON = "{FIO_JSON}"  # placeholder in fio argv, replaced by a fresh path per execution
 # fio parses its --filename (':' separates files, '\\' is not an escape, a missing file is created
@@ -33,7 +33,7 @@ class ToolCommand:
 @dataclass(frozen=True)
 class Tool:
     name: str
-    knobs: dict[str, tuple[config_values.Parser, tuple[Any, ...]]]  # config key -> (parser, default config_values)
+    knobs: dict[str, tuple[config_values.Parser, tuple[Any, ...]]]  # config key -> (parser, default values)
     command: Callable[[str, dict[str, Any], Dataset], ToolCommand | None]  # (exe, knobs, dataset); None: n/a
     colour: str
     reads_only: bool = False  # reads the file and nothing else: one of the speed limit's readers

@@ -43,9 +43,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.pipeline import counters as ctr
 from harness import stats
 from harness.check.load import CheckError, RunData, Sample, is_run_dir
+from harness.pipeline import counters as ctr
+from harness.pipeline.run import run
 
 DEFAULT_THRESHOLD = 0.05
 DEFAULT_CONFIDENCE = 0.95
@@ -322,7 +323,6 @@ def compare_pooled(comparisons: list[Comparison], baseline: RunData, current: Ru
 
 def measure(opts: Any) -> tuple[Path, int]:
     """Run a config (harness.pipeline.run.Options) and return (the new run directory, run's exit code)."""
-    from harness.pipeline.run import run
 
     outcome = run(opts)
     if outcome.run_dir is None or not is_run_dir(outcome.run_dir):

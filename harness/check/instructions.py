@@ -12,6 +12,12 @@ from typing import Any
 from harness.pipeline import results as res
 from harness.check.decide import (IMPROVEMENT, NO_CHANGE, NOT_COMPARABLE, ONLY_CURRENT, REGRESSION, CheckError,
                            InstructionComparison)
+from harness.catalog.variants import REPO_ROOT, default_bin_dir
+from harness.datasets.dataset import Dataset
+from harness.datasets.generate import ensure_dataset
+from harness.pipeline.plan import find_tool
+from harness.pipeline.preflight import b3sum_reference
+from harness.units import format_size
 
 
 INSTRUCTIONS_JSON = "instructions.json"
@@ -72,12 +78,6 @@ def measure_instructions(bin_dir: Path, file: Path, b3sum_hash: str,
 def instructions_now(bin_dir: Path | None = None, file: Path | None = None,
                      size: int = INSTRUCTION_FILE_SIZE) -> dict[str, Any]:
     """measure_instructions() on `file`, or on a random file of `size` in build/data."""
-    from harness.catalog.variants import REPO_ROOT, default_bin_dir
-    from harness.datasets.dataset import Dataset
-    from harness.pipeline.plan import find_tool
-    from harness.datasets.generate import ensure_dataset
-    from harness.pipeline.preflight import b3sum_reference
-    from harness.units import format_size
 
     bin_dir = bin_dir or default_bin_dir()
     if file is None:

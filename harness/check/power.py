@@ -34,10 +34,11 @@ from typing import Any
 
 import numpy as np
 
+from harness.catalog.variants import REPO_ROOT
 from harness.check import decide
 from harness.check import load
 from harness.pipeline.config import load_config
-from harness.catalog.variants import REPO_ROOT
+from harness.pipeline.run_request import Options
 
 CONDITIONS = {
     "baseline": "", "unchanged": "", "slow5": "slow:5", "slow10": "slow:10", "slow20": "slow:20",
@@ -245,7 +246,6 @@ def main(argv: list[str] | None = None) -> int:
             die(f"{FAULTS_BIN} missing: run `make build/faults/bin/uring_b3sum` (make check-power does)")
         if "RINGSUM_FAULTS" in os.environ:
             die("RINGSUM_FAULTS is set: it would inject into every condition alike")
-        from harness.pipeline.run import Options
 
         names = [c for c in a.conditions.split(",") if c]
         unknown = [c for c in names if c not in CONDITIONS or c == "baseline"]

@@ -15,10 +15,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.pipeline import results as res
-from harness.check.load import CheckError, is_run_dir
-from harness.check.instructions import INSTRUCTIONS_JSON
 from harness.catalog.variants import REPO_ROOT
+from harness.check.instructions import INSTRUCTIONS_JSON
+from harness.check.load import CheckError, is_run_dir
+from harness.pipeline import results as res
 from harness.pipeline.counters import COUNTERS_CSV
 
 BASELINES = REPO_ROOT / "results" / "baselines"

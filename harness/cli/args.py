@@ -7,9 +7,9 @@ import argparse
 import sys
 from typing import Any
 
-from harness.pipeline import config_values
-from harness.conditions.spec import add_condition_args
 from harness.catalog.variants import BIN_DIR_HELP
+from harness.conditions.spec import add_condition_args
+from harness.pipeline import config_values
 
 
 class Parser(argparse.ArgumentParser):
@@ -43,3 +43,13 @@ def add_file_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--warm", action="store_true", help="warm page cache instead of the config's mode")
     p.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
     add_condition_args(p)
+
+
+def minutes_arg(s: str) -> float:
+    try:
+        m = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected minutes, got {s!r}") from None
+    if not m > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of minutes, got {s!r}")
+    return m

@@ -9,14 +9,21 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from harness.catalog.variants import BIN_DIR_HELP
 from harness.cli.args import add_file_args
 from harness.conditions.spec import condition_overrides, plan_lines
+from harness.datasets.generate import describe, resolve_files
+from harness.machine.sysinfo import human, sysinfo
 from harness.pipeline.config import ConfigError, load_config
 from harness.pipeline.earlier_runs import learn, this_machine
 from harness.pipeline.estimate import estimate, estimate_execution_s, format_duration
+from harness.pipeline.option_probe import HasherRejects, check_hashers
 from harness.pipeline.plan import build_plan
+from harness.pipeline.run_request import LONG_PLAN_S, Options, apply_overrides
 from harness.units import format_size
-from harness.catalog.variants import BIN_DIR_HELP
+import dataclasses
+import shutil
+from harness.catalog.knobs import load_knobs, markdown_table, terminal_view
 
 
 def add_parsers(sub: Any) -> None:
@@ -39,10 +46,6 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_plan(a: argparse.Namespace) -> int:
-    from harness.datasets.generate import describe, resolve_files
-    from harness.pipeline.option_probe import HasherRejects, check_hashers
-    from harness.pipeline.run import LONG_PLAN_S, Options, apply_overrides
-
     opts = Options(config_path=a.config, rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir,
                    conditions=condition_overrides(a))
     config = apply_overrides(load_config(a.config), opts)
@@ -97,19 +100,12 @@ def cmd_plan(a: argparse.Namespace) -> int:
 
 
 def cmd_sysinfo(a: argparse.Namespace) -> int:
-    from harness.machine.sysinfo import human, sysinfo
-
     info = sysinfo(a.file)
     print(json.dumps(info, indent=2) if a.json else human(info), end="\n" if a.json else "")
     return 0
 
 
 def cmd_knobs(a: argparse.Namespace) -> int:
-    import dataclasses
-    import shutil
-
-    from harness.catalog.knobs import load_knobs, markdown_table, terminal_view
-
     table = load_knobs(a.bin_dir)
     if a.json:
         print(json.dumps([dataclasses.asdict(k) for k in table], indent=2))

@@ -28,10 +28,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness.machine import state as statemod
-from harness.conditions.spec import SIMD_CPU_FLAGS, Condition, cpu_flags, usable_cpus
 from harness.conditions.confine import Confinement
+from harness.conditions.spec import SIMD_CPU_FLAGS, Condition, cpu_flags, usable_cpus
 from harness.datasets.dataset import Dataset, tree_files
+from harness.machine import state as statemod
 from harness.pipeline.plan import RAM_DIR, Plan, ram_root
 from harness.units import format_size
 

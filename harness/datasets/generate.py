@@ -23,8 +23,8 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from harness.pipeline.config_schema import Config
 from harness.datasets.dataset import TREE, Dataset, TreeRecipe, tree_shape
+from harness.pipeline.config_schema import Config
 from harness.units import format_size
 
 
@@ -157,6 +157,7 @@ def ensure_dataset(spec: Dataset, log: Callable[[str], None]) -> None:
 def _write_tree(root: Path, recipe: TreeRecipe) -> None:
     """Every file's bytes from one seeded stream, so a recipe makes the same tree everywhere; each
     file created new (O_EXCL, no symlink followed) under a directory made here."""
+    # Deferred for start-up time: numpy loads only when a tree is generated.
     import numpy as np  # only here: the rest of the driver starts without it
 
     rng = np.random.Generator(np.random.PCG64(recipe.seed))

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
+from harness.catalog.tools import find_tool
 from harness.catalog.variants import REPO_ROOT, VARIANTS, default_bin_dir
 
 CPU_FLAGS_OF_INTEREST = ("sse2", "sse4_1", "ssse3", "avx", "avx2", "avx512f", "avx512vl", "avx512bw",
@@ -234,7 +235,6 @@ def _blake3_version(bin_dir: Path) -> str:
 
 def versions(bin_dir: Path | None = None, tools: dict[str, str] | None = None) -> dict[str, Any]:
     """Versions of the toolchain and the measured tools. `tools` maps name -> executable."""
-    from harness.pipeline.plan import find_tool
 
     tools = dict(tools or {})
     for name in ("fio", "hyperfine", "b3sum", "xxhsum", "gcc"):

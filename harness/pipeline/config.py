@@ -77,15 +77,15 @@ import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.conditions.spec import ConditionError, grid_from_table
 from harness.catalog.knobs import KnobsError, flags_on_by_default, hasher_knobs, load_knobs
+from harness.conditions.spec import ConditionError, grid_from_table
 from harness.pipeline.config_schema import (BASELINE_TOOLS, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, ConfigError, Constraint,
                                    DatasetDecl, Group, Nominal, RunSettings)
-from harness.datasets.dataset import TreeRecipe
 from harness.catalog.tools import TOOLS
-from harness.units import parse_size
-from harness.pipeline.config_values import Parser, boolean, buffers, count, fraction, posint, positive, show, size, string
 from harness.catalog.variants import VARIANTS
+from harness.datasets.dataset import TreeRecipe
+from harness.pipeline.config_values import Parser, boolean, buffers, count, fraction, posint, positive, show, size, string
+from harness.units import parse_size
 # The `limit` group every config gets unless `[baselines] limit = false`: enough read-only commands
 # to find the fastest plain read of the file (cat's read-ahead, small and large buffered reads,
 # io_uring reads buffered and O_DIRECT, shallow with the article's best and deep). Commands the

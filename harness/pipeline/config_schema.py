@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.catalog.tools import TOOLS
+from harness.catalog.variants import REPO_ROOT, default_bin_dir
 from harness.conditions.spec import ConditionGrid
 from harness.datasets.dataset import TreeRecipe
-from harness.catalog.tools import TOOLS
 from harness.pipeline.config_values import Buffers
-from harness.catalog.variants import REPO_ROOT, default_bin_dir
 
 
 BASELINE_TOOLS = tuple(TOOLS)

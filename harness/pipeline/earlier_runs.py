@@ -30,10 +30,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.machine import sysinfo
-from harness.conditions.spec import AS_IS
-from harness.conditions.robust import configuration
 from harness.catalog.tools import READ_TOOLS
+from harness.conditions.robust import configuration
+from harness.conditions.spec import AS_IS
+from harness.machine import sysinfo
 
 if TYPE_CHECKING:
     from harness.pipeline.plan import Command

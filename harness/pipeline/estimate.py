@@ -8,10 +8,10 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harness.pipeline.config_schema import Config
-from harness.pipeline.earlier_runs import Learned
 from harness.catalog.tools import TOOLS
 from harness.catalog.variants import variant as registered_variant
+from harness.pipeline.config_schema import Config
+from harness.pipeline.earlier_runs import Learned
 
 if TYPE_CHECKING:
     from harness.pipeline.plan import Command, Plan

@@ -12,20 +12,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from harness.catalog.fio_output import FioError, parse_fio_file
+from harness.catalog.tools import TOOL_LIST
+from harness.conditions.confine import Confinement
+from harness.conditions.spec import Condition
 from harness.machine import page_cache as cachemod
+from harness.machine.processes import run_group
 from harness.pipeline import counters
 from harness.pipeline import effective
 from harness.pipeline import results as res
-from harness.conditions.spec import Condition
 from harness.pipeline.config_schema import Config
-from harness.conditions.confine import Confinement
-from harness.catalog.fio_output import FioError, parse_fio_file
 from harness.pipeline.plan import TRACE, Command, Plan
 from harness.pipeline.preflight import Reference
-from harness.machine.processes import run_group
-from harness.catalog.tools import TOOL_LIST
-from harness.progress import Progress
 from harness.pipeline.results import iso, utcnow
+from harness.progress import Progress
 from harness.units import format_rate
 
 

@@ -14,8 +14,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from harness.pipeline.plan import Plan
 from harness.machine.processes import run_group
+from harness.pipeline.plan import Plan
 
 PROBE_SIZE = 64 << 10  # a multiple of 4096, so that --direct can read it
 PROBE_TIMEOUT_S = 5.0

@@ -1,4 +1,4 @@
-"""Grid expansion: a Config becomes a list of concrete `Command`s, plus a duration estimate."""
+"""Grid expansion: a Config becomes a list of concrete `Command`s (harness/pipeline/estimate.py says how long they take)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,15 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from harness.machine import state as statemod
-from harness.conditions.spec import Condition, simd_b3sum, simd_bin_dir
-from harness.pipeline.config_schema import BASELINE_PREFIX, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
-from harness.datasets.dataset import LIST_PLACEHOLDER, Dataset
-from harness.pipeline.estimate import Estimate, estimate, estimate_execution_s, format_duration  # noqa: F401 (re-export)
-from harness.pipeline.config_values import Buffers, buffers
 from harness.catalog.knobs import Knob, load_knobs, switched_on
-from harness.catalog.tools import COMMAND, FIO_FILE, FIO_JSON, READER, TOOLS, find_tool  # noqa: F401 (re-export)
-from harness.units import format_size
+from harness.catalog.tools import COMMAND, FIO_FILE, FIO_JSON, READER, TOOLS, find_tool
 from harness.catalog.variants import variant as registered_variant
+from harness.conditions.spec import Condition, simd_b3sum, simd_bin_dir
+from harness.datasets.dataset import LIST_PLACEHOLDER, Dataset
+from harness.machine import state as statemod
+from harness.pipeline.config_schema import BASELINE_PREFIX, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
+from harness.pipeline.config_values import Buffers, buffers
+from harness.units import format_size
 
 TRACE = "{TRACE}"  # the word after a hasher's --trace, replaced by the trace file's path
 HASHING_TOOLS = ("hasher", "b3sum")  # tools whose stdout is b3sum-format and is checked

@@ -8,10 +8,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.machine import page_cache as cachemod
+from harness.catalog.tools import COMMAND, READER, find_tool
 from harness.datasets.dataset import Dataset, manifest_difference, manifest_digest, write_list
-from harness.pipeline.plan import COMMAND, READER, Plan, find_tool
+from harness.machine import page_cache as cachemod
 from harness.machine.processes import run_group
+from harness.pipeline.plan import Plan
 
 
 HEX64 = re.compile(r"^\\?([0-9a-f]{64})\s")  # b3sum starts the line with a backslash when it escapes the path

@@ -219,6 +219,7 @@ def knob_columns(header: list[str]) -> list[str]:
 
 def read_runs(path: str | Path) -> "Any":
     """runs.csv as a pandas DataFrame with proper dtypes (nullable ints/bools)."""
+    # Deferred for start-up time: pandas loads only where a table is read.
     import pandas as pd
 
     p = Path(path)
@@ -285,6 +286,7 @@ def command_stats(runs: Any) -> Any:
     mean_s of wall time and median_Bps of throughput over the successful executions only (NaN when
     none succeeded), hash_ok_all (True/False when the tool prints a hash, NA otherwise) and
     first_error (the error of its first failed execution, "" when none failed)."""
+    # Deferred for start-up time: pandas loads only where a table is read.
     import pandas as pd
 
     ok = succeeded(runs)

@@ -25,23 +25,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.machine import page_cache as cachemod
-from harness.pipeline import results as res
-from harness.pipeline import counters
+from harness.catalog.knobs import KnobsError, load_knobs
 from harness.conditions import emulation
-from harness.pipeline import sequential
-from harness.machine import signals
+from harness.datasets.dataset import Dataset
+from harness.datasets.generate import resolve_files
+from harness.machine import page_cache as cachemod
 from harness.machine import settings as system
+from harness.machine import signals
 from harness.machine import state as statemod
+from harness.pipeline import counters
+from harness.pipeline import results as res
+from harness.pipeline import sequential
 from harness.pipeline.config import ConfigError, load_config
 from harness.pipeline.config_schema import Config, with_baseline_build
+from harness.pipeline.estimate import estimate, format_duration
 from harness.pipeline.execute import RunState, RunStopped, describe, disk_full, execute, traced_run
-from harness.datasets.generate import resolve_files
-from harness.catalog.knobs import KnobsError, load_knobs
-from harness.datasets.dataset import Dataset
-from harness.pipeline.plan import Plan, build_plan, estimate, format_duration
-from harness.pipeline.preflight import SetupError, check_binaries, check_cache_mode, check_paths, required_tools
 from harness.pipeline.option_probe import HasherRejects, check_hashers
+from harness.pipeline.plan import Plan, build_plan
+from harness.pipeline.preflight import SetupError, check_binaries, check_cache_mode, check_paths, required_tools
+from harness.pipeline.run_request import Options, Validated, validate_new_run
 from harness.progress import Progress, log
 from harness.pipeline.run_directory import (append_csv_row, finish, finished_at, prepare_new_run,
                             prepare_resume, read_trace_index, record_settings, stopped)
@@ -57,36 +59,7 @@ def check_space(run_dir: Path) -> None:
                          f"(less than {MIN_FREE_BYTES >> 20} MiB free)")
 
 
-@dataclass
-class Options:
-    config_path: str | None
-    file: str | None = None
-    size: int | None = None
-    dir: str | None = None
-    out: str = "results"
-    rounds: int | None = None
-    resume: str | None = None
-    warm: bool = False
-    bin_dir: str | None = None
-    seed: int | None = None
-    against: str | None = None  # a baseline build's bin dir: its hashers run beside these (A/B)
-    yes: bool = False  # start a plan estimated over LONG_PLAN_S
-    conditions: dict[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)  # --cores all,1 ...
-    until_decided: bool = False  # add rounds to the contenders until a winner is named (harness/pipeline/sequential.py)
-    budget_s: float | None = None  # with until_decided: time for the added rounds
-    max_rounds: int | None = None  # with until_decided: rounds at most
 
-
-LONG_PLAN_S = 3600.0
-
-
-# --- checks before anything runs ---
-
-
-# --- shuffling ---
-
-
-# --- the run ---
 
 
 def _knob_columns(plan: Plan) -> list[str]:
@@ -98,74 +71,6 @@ def _knob_columns(plan: Plan) -> list[str]:
         return list(load_knobs().own)
     except KnobsError:
         return []  # baselines only, and no hasher built to describe its knobs
-
-
-def apply_overrides(config: Config, opts: Options) -> Config:
-    run = config.run
-    changes: dict[str, Any] = {}
-    if opts.rounds is not None:
-        changes["rounds"] = opts.rounds
-    if opts.warm:
-        changes["cache"] = "warm"
-        changes["probe_cache"] = None
-    if opts.bin_dir is not None:
-        changes["bin_dir"] = str(Path(opts.bin_dir).absolute())
-    if opts.seed is not None:
-        changes["seed"] = opts.seed
-    if changes:
-        config = dataclasses.replace(config, run=dataclasses.replace(run, **changes))
-    if opts.conditions:
-        config = dataclasses.replace(config, conditions=config.conditions.with_values(opts.conditions))
-    if opts.against is not None:
-        config = with_baseline_build(config, opts.against)
-    return config
-
-
-@dataclass
-class Validated:
-    config: Config
-    files: list[Dataset]
-    plan: Plan
-    tools: dict[str, str]
-    sequential: sequential.Sequential | None = None  # --until-decided: its looks, fixed before the first round
-
-
-def validate_new_run(opts: Options) -> Validated:
-    """Everything that can be checked before anything runs (config, files, tools, root)."""
-    if opts.config_path is None:
-        raise ConfigError("no config given")
-    config = apply_overrides(load_config(opts.config_path), opts)
-    files = resolve_files(config, opts.file, opts.size, opts.dir)
-    plan = build_plan(config, files)
-    check_cache_mode(plan.cache)
-    if config.run.probe_cache and plan.traced_executions:
-        check_cache_mode(config.run.probe_cache)
-    tools = required_tools(plan)
-    try:
-        emulation.check_machine(plan)
-    except emulation.EmulationError as e:
-        raise SetupError(str(e)) from None
-    check_binaries(plan)
-    check_paths(files, opts.out)
-    try:
-        check_hashers(plan, config.run.timeout_s)
-    except HasherRejects as e:
-        raise ConfigError(f"{config.path}: {e}") from None
-    looks = None
-    if opts.until_decided:
-        try:
-            sequential.check_plan(plan)
-            looks = sequential.Sequential.for_run(plan.rounds, opts.budget_s, opts.max_rounds)
-        except sequential.SequentialError as e:
-            raise ConfigError(f"{config.path}: {e}") from None
-    est = estimate(plan, config).total_s
-    if looks:  # at worst every command runs up to max_rounds, or the budget is spent
-        est = min(est * looks.max_rounds / plan.rounds, est + (opts.budget_s or float("inf")))
-    if est > LONG_PLAN_S and not opts.yes:
-        raise SetupError(f"{config.path}: the plan is estimated at {format_duration(est)} "
-                         f"({plan.timed_executions} timed executions); pass --yes to start it "
-                         "(see `ringsum plan`)")
-    return Validated(config, files, plan, tools, looks)
 
 
 @dataclass(frozen=True)

@@ -13,24 +13,24 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.pipeline import results as res
 from harness import stats
+from harness.conditions.spec import Condition
+from harness.datasets.dataset import Dataset
+from harness.datasets.generate import ensure_dataset
 from harness.machine import sysinfo
+from harness.pipeline import results as res
 from harness.pipeline import verdict
 from harness.pipeline.config import load_config
 from harness.pipeline.execute import RunState
-from harness.datasets.dataset import Dataset
-from harness.datasets.generate import ensure_dataset
-from harness.conditions.spec import Condition
 from harness.pipeline.plan import Command, Plan, ram_root, round_orders
 from harness.pipeline.preflight import (Reference, SetupError, check_binaries, check_cache_mode, dataset_reference,
                                required_tools)
-from harness.progress import log
 from harness.pipeline.results import iso, utcnow
+from harness.pipeline.run_request import Options, Validated
+from harness.progress import log
 
 if TYPE_CHECKING:
     from harness.conditions.emulation import Environment
-    from harness.pipeline.run import Options, Validated
 
 
 def host_name() -> str:

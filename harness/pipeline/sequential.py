@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.pipeline import results as res
 from harness import stats
+from harness.pipeline import results as res
 from harness.pipeline import verdict
 from harness.pipeline.decision import Decision
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import stats
-from harness.conditions import robust
-from harness.pipeline.decision import Decision, decide
-from harness.conditions.robust import condition_names, one_condition
 from harness.catalog.tools import READ_TOOLS
+from harness.conditions import robust
+from harness.conditions.robust import condition_names, one_condition
+from harness.pipeline.decision import Decision, decide
 from harness.pipeline.results import command_stats, succeeded
 from harness.units import about_size, format_rate, format_size
 
@@ -336,6 +336,7 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
 
 def _hash_word(hash_ok_all: Any) -> str:
     """summary.txt's and summary.json's hash status: "-" for a tool that prints no hash."""
+    # Deferred for start-up time: pandas loads only where a table is read.
     import pandas as pd
 
     return "-" if pd.isna(hash_ok_all) else ("ok" if hash_ok_all else "MISMATCH")

@@ -10,18 +10,43 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.pipeline import results as res
 from harness import stats
 from harness.catalog.knobs import load_knobs
+from harness.pipeline import results as res
 from harness.pipeline.plan import Command, knob_word
 from harness.tune.space import (COMPARE_ROUNDS, DEFAULT_VARIANT, FINAL_ROUNDS, GRID_FRACTION, OPTIONS_NAME, Measure,
-                                Space, Stage, TuneError, _toml, knob_toml_lines, median, ranked, read_stage)
+                                Space, Stage, TuneError, toml_value, knob_toml_lines, median, ranked, read_stage)
 from harness.units import format_rate, format_size
 
-if TYPE_CHECKING:
-    from harness.tune.search import Outcome
+
+TIE_BREAK = ("the least buffer memory (block size x buffers), then the fewest options switched on, "
+             "then the lower median")
+
+
+@dataclass
+class Outcome:
+    stages: list[dict[str, Any]]
+    winner: str
+    winner_median_s: float
+    finalists: list[tuple[str, float]]  # final-stage medians, fastest first
+    best_default: tuple[str, float] | None  # best uring_b3sum finalist (tie-broken like the winner)
+    tied: list[str]  # the finalists tied with the fastest, the fastest first; empty when none is
+    hasher_runs: int
+    baseline_runs: int
+    grid_runs: int
+    grid_points: int
+    file_size: int
+    final_rounds: int
+    speed_limit: dict[str, Any]  # verdict.SpeedLimit.to_json() of the final stage ({} without readers)
+    vs_limit: dict[str, Any] | None  # the winner's time / the speed limit, per round (stats.Estimate)
+    vs_b3sum: dict[str, Any] | None  # the winner against the fastest b3sum (verdict.Versus)
+    fingerprint_id: str | None
+    cuts: list[str]
+    tie_break: str = TIE_BREAK
+    robust: dict[str, Any] | None = None  # under several conditions: the final stage's robust pick
+    robust_text: str = ""
 
 
 def options_lines(c: Command) -> list[str]:
@@ -34,11 +59,11 @@ def options_lines(c: Command) -> list[str]:
 def tuned_toml(space: Space, c: Command, comment: str) -> str:
     """A config with the winner alone, run as the space's own runs are."""
     run = space.config.run
-    source = (f"file_size = {_toml(format_size(space.file.size))}" if space.file.generate and not space.file.is_tree
-              else f"file = {_toml(space.file.path)}")  # a generated tree, as made here, is read as it is
+    source = (f"file_size = {toml_value(format_size(space.file.size))}" if space.file.generate and not space.file.is_tree
+              else f"file = {toml_value(space.file.path)}")  # a generated tree, as made here, is read as it is
     lines = [f"# {comment}", "# Measure it again: ringsum run <this file>", "", "[run]",
-             f"rounds = {FINAL_ROUNDS}", f"cache = {_toml(run.cache)}", source, f"timeout_s = {_toml(run.timeout_s)}",
-             "", "[[hashers]]", 'name = "tuned"', f"variant = {_toml(c.variant)}", *knob_toml_lines(c)]
+             f"rounds = {FINAL_ROUNDS}", f"cache = {toml_value(run.cache)}", source, f"timeout_s = {toml_value(run.timeout_s)}",
+             "", "[[hashers]]", 'name = "tuned"', f"variant = {toml_value(c.variant)}", *knob_toml_lines(c)]
     return "\n".join(lines) + "\n"
 
 

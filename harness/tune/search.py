@@ -40,22 +40,21 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness import progress
-from harness.pipeline import decision
-from harness.conditions import emulation
-from harness.pipeline import verdict
-from harness.pipeline import results as res
-from harness.pipeline.config import parse_config
 from harness.catalog.knobs import load_knobs, switched_on
+from harness.conditions import emulation
+from harness.pipeline import decision
+from harness.pipeline import results as res
+from harness.pipeline import verdict
+from harness.pipeline.config import parse_config
 from harness.pipeline.plan import Command, build_plan
 from harness.pipeline.run_directory import stamped_dir
-from harness.tune.output import compare_full_grid, summary, write_outputs
+from harness.tune.output import TIE_BREAK, Outcome, compare_full_grid, summary, write_outputs
 from harness.tune.space import (COARSE_ROUNDS, COMPARE_ROUNDS, DEFAULT_VARIANT, FINAL_ROUNDS, FINALISTS,
                                 GRID_FRACTION, MIN_FINAL_ROUNDS, REFINE_ROUNDS, REFINE_STAGES, REFINE_TOP,
                                 SEMIFINAL_ROUNDS, SEMIFINALISTS, Measure, Space, Stage, StageResult, TuneError,
                                 config_text, estimate_s, fio_for, ranked, real_measure, score_text)
-
-TIE_BREAK = ("the least buffer memory (block size x buffers), then the fewest options switched on, "
-             "then the lower median")
+from harness.pipeline.plan import Plan
+from harness.pipeline.preflight import check_binaries, check_cache_mode, required_tools
 
 
 # --- the space ---
@@ -69,28 +68,6 @@ TIE_BREAK = ("the least buffer memory (block size x buffers), then the fewest op
 
 # --- the search ---
 
-@dataclass
-class Outcome:
-    stages: list[dict[str, Any]]
-    winner: str
-    winner_median_s: float
-    finalists: list[tuple[str, float]]  # final-stage medians, fastest first
-    best_default: tuple[str, float] | None  # best uring_b3sum finalist (tie-broken like the winner)
-    tied: list[str]  # the finalists tied with the fastest, the fastest first; empty when none is
-    hasher_runs: int
-    baseline_runs: int
-    grid_runs: int
-    grid_points: int
-    file_size: int
-    final_rounds: int
-    speed_limit: dict[str, Any]  # verdict.SpeedLimit.to_json() of the final stage ({} without readers)
-    vs_limit: dict[str, Any] | None  # the winner's time / the speed limit, per round (stats.Estimate)
-    vs_b3sum: dict[str, Any] | None  # the winner against the fastest b3sum (verdict.Versus)
-    fingerprint_id: str | None
-    cuts: list[str]
-    tie_break: str = TIE_BREAK
-    robust: dict[str, Any] | None = None  # under several conditions: the final stage's robust pick
-    robust_text: str = ""
 
 
 def _final_points(space: Space, order: list[str]) -> list[Command]:
@@ -305,8 +282,6 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
 
 def preflight(space: Space) -> None:
     """What the stages would find missing (root for cold mode, binaries, fio, hyperfine, b3sum)."""
-    from harness.pipeline.plan import Plan
-    from harness.pipeline.preflight import check_binaries, check_cache_mode, required_tools
 
     check_cache_mode(space.config.run.cache)
     check_binaries(Plan(space.points, [space.file], 1, 1, space.config.run.cache))

@@ -15,16 +15,20 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from harness.pipeline import results as res
+from harness.catalog.knobs import load_knobs, switched_on
+from harness.catalog.variants import REPO_ROOT
 from harness.conditions import robust
-from harness.pipeline import verdict
 from harness.conditions.spec import Condition, ConditionGrid
+from harness.datasets.dataset import Dataset
+from harness.datasets.generate import resolve_files
+from harness.pipeline import results as res
+from harness.pipeline import verdict
 from harness.pipeline.config import load_config, parse_config
 from harness.pipeline.config_schema import Config
-from harness.catalog.variants import REPO_ROOT
-from harness.catalog.knobs import load_knobs, switched_on
-from harness.datasets.dataset import Dataset
-from harness.pipeline.plan import Command, build_plan, estimate, knob_word
+from harness.pipeline.estimate import estimate
+from harness.pipeline.plan import Command, build_plan, knob_word
+from harness.pipeline.run import run
+from harness.pipeline.run_request import Options, apply_overrides
 from harness.progress import log
 from harness.units import format_size
 
@@ -122,8 +126,6 @@ def load_space(path: str | os.PathLike[str], file: str | None = None, size: int 
                dir_: str | None = None, warm: bool = False, bin_dir: str | None = None,
                variants: list[str] | None = None, conditions: dict[str, tuple[Any, ...]] | None = None) -> Space:
     """The space config with the command line's overrides; raises TuneError, ConfigError, SetupError."""
-    from harness.datasets.generate import resolve_files
-    from harness.pipeline.run import Options, apply_overrides
 
     config = apply_overrides(load_config(path), Options(config_path=str(path), warm=warm, bin_dir=bin_dir,
                                                         conditions=conditions or {}))
@@ -177,7 +179,7 @@ class StageResult:
     robust: robust.RobustPick | None = None  # under several conditions: the stage's robust pick
 
 
-def _toml(v: Any) -> str:
+def toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
@@ -189,21 +191,21 @@ def config_text(space: Space, stage: Stage, comment: str = "") -> str:
     """A ringsum config that runs exactly the stage: one hasher group per point."""
     run, nominal = space.config.run, space.config.run.nominal
     lines = [f"# {comment}" if comment else f"# ringsum tune: {stage.name}", "", "[run]",
-             f"rounds = {stage.rounds}", f"cache = {_toml(run.cache)}", f"timeout_s = {_toml(run.timeout_s)}",
-             "trace = false", f"resident_tolerance = {_toml(run.resident_tolerance)}",
+             f"rounds = {stage.rounds}", f"cache = {toml_value(run.cache)}", f"timeout_s = {toml_value(run.timeout_s)}",
+             "trace = false", f"resident_tolerance = {toml_value(run.resident_tolerance)}",
              f"nominal = {{ read = {int(nominal.read_Bps)}, hash_per_core = {int(nominal.hash_per_core_Bps)}, "
-             f"overhead_s = {_toml(nominal.overhead_s)} }}"]
+             f"overhead_s = {toml_value(nominal.overhead_s)} }}"]
     if run.bin_dir:
-        lines.append(f"bin_dir = {_toml(run.bin_dir)}")
+        lines.append(f"bin_dir = {toml_value(run.bin_dir)}")
     lines += conditions_toml(space.config.conditions)
     for i, c in enumerate(stage.points, 1):
-        lines += ["", "[[hashers]]", f"name = {_toml(f'point-{i}')}", f"variant = {_toml(c.variant)}",
+        lines += ["", "[[hashers]]", f"name = {toml_value(f'point-{i}')}", f"variant = {toml_value(c.variant)}",
                   *knob_toml_lines(c)]
-    lines += ["", "[baselines]", f"limit = {_toml(stage.limit)}"]
+    lines += ["", "[baselines]", f"limit = {toml_value(stage.limit)}"]
     if stage.b3sum:
         lines.append("b3sum = true")
     if stage.fio:
-        tables = [f"{{ bs = {_toml(format_size(bs))}, iodepth = {qd}, direct = {_toml(d)} }}"
+        tables = [f"{{ bs = {toml_value(format_size(bs))}, iodepth = {qd}, direct = {toml_value(d)} }}"
                   for bs, qd, d in stage.fio]
         lines.append(f"fio = [{', '.join(tables)}]")
     return "\n".join(lines) + "\n"
@@ -216,7 +218,7 @@ def conditions_toml(grid: ConditionGrid) -> list[str]:
         return []
 
     def value(dim: str, v: Any) -> str:
-        return _toml({"read_cap": "none", "cores": "all"}.get(dim, v) if v is None else v)
+        return toml_value({"read_cap": "none", "cores": "all"}.get(dim, v) if v is None else v)
 
     dims = ("device", "read_cap", "cores", "simd")
     values = {d: list(dict.fromkeys(getattr(c, d) for c in conds)) for d in dims}
@@ -319,7 +321,6 @@ Measure = Callable[[Stage, str], StageResult]  # (stage, directory name) -> resu
 
 def real_measure(space: Space, tune_dir: Path) -> Measure:
     """Each stage: its config in tune_dir/<base>.toml, its run directory under tune_dir/<base>/."""
-    from harness.pipeline.run import Options, run
 
     def measure(stage: Stage, base: str) -> StageResult:
         cfg = tune_dir / f"{base}.toml"
@@ -346,5 +347,5 @@ def real_measure(space: Space, tune_dir: Path) -> Measure:
 def knob_toml_lines(c: Command) -> list[str]:
     """A hasher's knobs as a [[hashers]] table's keys: every number, the flags that are on."""
     table, values = load_knobs(), c.knob_values()
-    return ([f"{k.name} = {_toml(knob_word(k, values[k.name]) if k.type == 'size' else values[k.name])}"
+    return ([f"{k.name} = {toml_value(knob_word(k, values[k.name]) if k.type == 'size' else values[k.name])}"
              for k in table if not k.is_flag] + [f"{k.name} = true" for k in table.flags if values[k.name]])
