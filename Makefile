@@ -320,9 +320,9 @@ bench: deps all $(call bins,notrace) $(call bins,blake3join)
 	$(VENV)/bin/ringsum run configs/bench-join.toml --file $(SWEEP_FILE) --size 1G --out $(BUILD)/bench/join
 	$(VENV)/bin/python -m harness.bench $(BUILD)/bench/join/*/
 
-# The generated parts of the docs: the knob table (hashers/knobs.h, as tests/test_knobs.py checks it)
-# (from the hashers' --knobs-json) and every measured figure, from the run directories kept under docs/ (analysis/doc_figures.py;
-# tests/test_doc_figures.py fails while one is out of date).
+# The generated parts of the docs: the knob table (from the hashers' --knobs-json, as
+# tests/test_knobs.py checks it) and every measured figure, from the run directories kept under
+# docs/ (analysis/doc_figures.py; tests/test_doc_figures.py fails while one is out of date).
 docs: $(VENV_OK) all
 	COLUMNS=80 $(VENV)/bin/ringsum knobs --markdown > docs/knobs.md.new && mv docs/knobs.md.new docs/knobs.md
 	$(VENV)/bin/python -m analysis.doc_figures
