@@ -50,8 +50,8 @@ static void on_sigbus(int sig, siginfo_t *info, void *context)
  * cachestat() visits every folio in its range: on a cached file held in 4 KiB
  * folios that costs a noticeable share of the time hashing it takes, and the
  * consumer waits for it. So a file of more than RESIDENCY_WHOLE bytes is
- * sampled: one window in each 64th of it, at a scattered place in that 64th so that a
- * regular pattern of evicted pieces cannot line up with the windows.
+ * sampled: one window in each 64th of it, at a scattered place in that 64th
+ * so that a regular pattern of evicted pieces cannot line up with the windows.
  */
 #define RESIDENCY_SAMPLES 64
 #define RESIDENCY_WINDOW (64u << 10)
