@@ -60,6 +60,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 MARKER = re.compile(r"<!-- (?P<kind>fig|machine|table) (?P<args>[^\n]*?) -->(?P<value>.*?)<!-- /(?P=kind) -->",
                     re.S)
 LIMIT = "limit"
+DOCUMENTS = ("summary.json", "meta.json", "runs.csv")  # what a figure may read of a kept run
 
 
 class FigureError(ValueError):
@@ -115,8 +116,7 @@ class KeptRun:
         return limit
 
     def _labels_hint(self) -> str:
-        labels = sorted(c["label"] for c in self.summary.get("commands", []))
-        return f" (it has: {', '.join(labels[:8])}{', ...' if len(labels) > 8 else ''})"
+        return f" (it has: {', '.join(sorted(c['label'] for c in self.summary.get('commands', [])))})"
 
 
 @dataclass
@@ -128,31 +128,27 @@ class Generator:
 
     def run(self, run_dir: str) -> KeptRun:
         if run_dir not in self.runs:
-            self.runs[run_dir] = KeptRun(self._checked(run_dir), *self._documents(run_dir))
+            path = self._checked(run_dir)
+            try:
+                summary, meta = (json.loads((path / name).read_text(encoding="utf-8")) for name in DOCUMENTS[:2])
+            except (OSError, ValueError) as e:
+                raise FigureError(f"run directory {run_dir}: {e}") from e
+            self.runs[run_dir] = KeptRun(path, summary, meta)
         return self.runs[run_dir]
 
     def _checked(self, run_dir: str) -> Path:
-        """Only real directories under docs/: a symlink could make a doc quote any file's numbers."""
+        """Only real directories and files under docs/: a symlink could make a doc quote any file's numbers."""
         path = self.root / run_dir
-        docs = (self.root / "docs").resolve()
-        for step in [path, *path.parents]:
+        for step in [*(path / name for name in DOCUMENTS), path, *path.parents]:
             if step == self.root:
                 break
             if step.is_symlink():
                 raise FigureError(f"run directory {run_dir}: {step.relative_to(self.root)} is a symlink")
-        if not path.resolve().is_relative_to(docs):
+        if not path.resolve().is_relative_to((self.root / "docs").resolve()):
             raise FigureError(f"run directory {run_dir}: not under docs/")
         if not (path / "summary.json").is_file():
             raise FigureError(f"run directory {run_dir}: no summary.json (not a kept run)")
         return path
-
-    def _documents(self, run_dir: str) -> tuple[dict, dict]:
-        path = self.root / run_dir
-        try:
-            return tuple(json.loads((path / name).read_text(encoding="utf-8"))
-                         for name in ("summary.json", "meta.json"))
-        except (OSError, ValueError) as e:
-            raise FigureError(f"run directory {run_dir}: {e}") from e
 
     def fill(self, kind: str, args: str) -> str:
         words = _words(args)
@@ -181,6 +177,8 @@ class Generator:
                 value = self.fill(match["kind"], match["args"])
             except (FigureError, RunDirError) as e:
                 raise FigureError(f"{file}:{line}: {e}") from None
+            except (KeyError, TypeError) as e:  # a summary.json of another shape than the schema's
+                raise FigureError(f"{file}:{line}: {match['args'].split()[0]}: summary.json has no {e}") from None
             if value != match["value"]:
                 stale.append(f"{file}:{line}: out of date: <!-- {match['kind']} {match['args']} -->")
             return f"<!-- {match['kind']} {match['args']} -->{value}<!-- /{match['kind']} -->"
@@ -340,7 +338,8 @@ def figure(run: KeptRun, query: list[str]) -> str:
         raise FigureError(f"unknown figure {name!r} (one of: {', '.join(FIGURES)})")
     least, most, compute = FIGURES[name]
     if not least <= len(words) <= most:
-        raise FigureError(f"{name} takes {least}-{most} words after it, got {len(words)}: {shlex.join(query)}")
+        count = str(least) if least == most else f"{least} to {most}"
+        raise FigureError(f"{name} takes {count} words after it, got {len(words)}: {shlex.join(query)}")
     return compute(run, words)
 
 

@@ -65,14 +65,20 @@ def test_regenerating_changes_nothing_and_check_then_passes(repo):
 
 @pytest.mark.parametrize("marker, problem", [
     ("<!-- fig docs/runs/small-run speed -->?<!-- /fig -->", "unknown figure 'speed'"),
+    ('<!-- fig docs/runs/small-run time "cat -->?<!-- /fig -->', "bad query"),
+    ("<!-- fig docs/runs/small-run wins cat -->?<!-- /fig -->", "wins takes 2 words after it, got 1"),
     ('<!-- fig docs/runs/small-run time "no such command" -->?<!-- /fig -->', "no command 'no such command'"),
     ("<!-- fig docs/runs/gone-run rounds -->?<!-- /fig -->", "no summary.json"),
-    ("<!-- fig docs/runs/linked-run rounds -->?<!-- /fig -->", "is a symlink"),
+    ("<!-- fig docs/runs/linked-run rounds -->?<!-- /fig -->", "linked-run is a symlink"),
+    ("<!-- fig docs/runs/linking-run rounds -->?<!-- /fig -->", "linking-run/summary.json is a symlink"),
     ("<!-- fig results/small-run rounds -->?<!-- /fig -->", "not under docs/"),
     ("<!-- table docs/runs/small-run pie -->\n<!-- /table -->", "table marker wants"),
 ])
 def test_a_bad_marker_is_one_line_naming_file_and_line(repo, capsys, marker, problem):
-    (repo / "docs" / "runs" / "linked-run").symlink_to(repo / "docs" / "runs" / "small-run")
+    runs = repo / "docs" / "runs"
+    (runs / "linked-run").symlink_to(runs / "small-run")
+    (runs / "linking-run").mkdir()
+    (runs / "linking-run" / "summary.json").symlink_to(runs / "small-run" / "summary.json")
     shutil.copytree(repo / "docs" / "runs" / "small-run", repo / "results" / "small-run")
     page = repo / "docs" / "page.md"
     page.write_text(f"# A page\n\n{marker}\n")
