@@ -28,8 +28,9 @@ symlink on the way). QUERY is shell-quoted words; LABEL is a command's label as 
     limit_set_by [CONDITION]    the reader setting the speed limit most often, "dd bs=2M in 4 of 8 rounds"
     robust                      the robust pick across machine conditions, with its worst ratio
 
-`limit` and `limit_set_by` take the headline's condition; `time limit@ram` names another.
-Ratios are stats.RATIO_CONVENTION's: this command's time / the reference's, below 1 is faster.
+`limit` is the headline's speed limit, `limit@COND` a machine condition's (time, rate); as a
+ratio's reference, the command's own condition's. Ratios are stats.RATIO_CONVENTION's: this
+command's time / the reference's, paired per round, below 1 is faster.
 Tables (NAME): `paired` (analysis/paired_table.py, per condition), `conditions` (each condition's
 best hasher and the robust pick), `ranking` (every command by median time).
 
@@ -427,7 +428,7 @@ def process(files: list[Path], root: Path, check: bool) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="*", type=Path, metavar="FILE", help="Markdown files (default: README.md, docs/**/*.md)")
     ap.add_argument("--check", action="store_true", help="write nothing; exit 1 if a region is out of date")
     ap.add_argument("--root", type=Path, default=REPO_ROOT, help="repository root the run directories are under")
