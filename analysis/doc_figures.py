@@ -233,8 +233,7 @@ def _ratio(run: KeptRun, label: str, reference: str, digits: int) -> str:
     if is_limit:
         if condition:
             raise FigureError("ratio to the limit: the command's own condition's limit is used; write `limit`")
-        vs_limit = run.command(label).get("vs_limit") or {}
-        return stats.Estimate(**{k: (float("nan") if v is None else v) for k, v in vs_limit.items()}).text(digits)
+        return _estimate(run.command(label).get("vs_limit"), digits)
     return stats.paired_ratio(*_paired(run, label, reference)).text(digits)
 
 
@@ -284,9 +283,7 @@ def _headline(run: KeptRun, condition: str | None) -> str:
 
 def _time(run: KeptRun, target: str) -> str:
     is_limit, condition = _split_limit(target)
-    if is_limit:
-        return _seconds(run.speed_limit(condition)["limit_s"])
-    return _seconds(run.command(target)["median_s"])
+    return _seconds(run.speed_limit(condition)["limit_s"] if is_limit else run.command(target)["median_s"])
 
 
 def _rate_of(run: KeptRun, target: str) -> str:
