@@ -70,7 +70,7 @@ NO_SIMD_sse41 := -DBLAKE3_NO_AVX512 -DBLAKE3_NO_AVX2
 $(foreach l,$(SIMD_LEVELS),$(eval DIR_$(l) := $(BUILD)/simd-$(l))$(eval LIB_$(l) := $(BUILD)/simd-$(l)/blake3/libblake3.a))
 bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
 
-.PHONY: all deps deps-apt test test-stress test-sanitize bench sweep fleet wheels lock check-power verify fuzz clean distclean \
+.PHONY: all deps deps-apt docs test test-stress test-sanitize bench sweep fleet wheels lock check-power verify fuzz clean distclean \
 	install uninstall man completions deb b3sum-suite simd
 all: $(call bins,release)
 
@@ -319,6 +319,13 @@ bench: deps all $(call bins,notrace) $(call bins,blake3join)
 	$(VENV)/bin/python -m harness.bench $(BUILD)/bench/trace/*/
 	$(VENV)/bin/ringsum run configs/bench-join.toml --file $(SWEEP_FILE) --size 1G --out $(BUILD)/bench/join
 	$(VENV)/bin/python -m harness.bench $(BUILD)/bench/join/*/
+
+# The generated parts of the docs: the knob table (from the hashers' --knobs-json, as
+# tests/test_knobs.py checks it) and every measured figure, from the run directories kept under
+# docs/ (analysis/doc_figures.py; tests/test_doc_figures.py fails while one is out of date).
+docs: $(VENV_OK) all
+	COLUMNS=80 $(VENV)/bin/ringsum knobs --markdown > docs/knobs.md.new && mv docs/knobs.md.new docs/knobs.md
+	$(VENV)/bin/python -m analysis.doc_figures
 
 # A run that exits 1 (some executions failed) still gets its report; the exit status is kept.
 sweep: deps all

@@ -44,12 +44,13 @@ def condition_rows(wall: pd.DataFrame, limit: pd.Series | None, b3sums: list[str
     return rows
 
 
-def table(run_dir: Path) -> str:
+def table(run_dir: Path, shown_as: str | None = None) -> str:
+    """The tables of one run directory, opened by a line naming it (as `shown_as`, default its path)."""
     run = load_run(run_dir)
     runs = run.runs[(run.runs["exit_code"] == 0) & run.runs["hash_ok"].fillna(True).astype(bool)]  # NA: no hash
     if "condition" not in runs:
         runs = runs.assign(condition="as-is")
-    out = [f"From `{run_dir}` ({run.meta.get('started_at', '?')[:10]}, "
+    out = [f"From `{shown_as or run_dir}` ({run.meta.get('started_at', '?')[:10]}, "
            f"fingerprint `{run.fingerprint.get('fingerprint_id', '?')}`):", ""]
     for condition, group in runs.groupby("condition"):
         wall = group.pivot_table(index="round", columns="label", values="wall_s")

@@ -42,16 +42,16 @@ static void on_sigbus(int sig, siginfo_t *info, void *context)
 
 /*
  * Three quarters of the file or more in the page cache? Then it is hashed from
- * memory, the missing pages faulted in: with 1-50% of a cached 1 GiB file
- * evicted in 2 MiB pieces, that took 0.18-0.60 s, where reading all of it
- * again through the ring took 0.46-0.73 s (docs/cold-path.md). This page
+ * memory, the missing pages faulted in: with up to half of a cached file
+ * evicted in 2 MiB pieces, that was faster than reading all of it again
+ * through the ring (docs/cold-path.md). This page
  * cache loses pages by the minute, so "all of it" was rarely true.
  *
- * cachestat() visits every folio in its range: 8-16 ms for a cached 1 GiB file
- * held in 4 KiB folios, which the consumer waits for, against 0.17 s for
- * hashing it. So a file of more than RESIDENCY_WHOLE bytes is sampled: one
- * window in each 64th of it, at a scattered place in that 64th so that a
- * regular pattern of evicted pieces cannot line up with the windows.
+ * cachestat() visits every folio in its range: on a cached file held in 4 KiB
+ * folios that costs a noticeable share of the time hashing it takes, and the
+ * consumer waits for it. So a file of more than RESIDENCY_WHOLE bytes is
+ * sampled: one window in each 64th of it, at a scattered place in that 64th
+ * so that a regular pattern of evicted pieces cannot line up with the windows.
  */
 #define RESIDENCY_SAMPLES 64
 #define RESIDENCY_WINDOW (64u << 10)

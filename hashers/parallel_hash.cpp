@@ -6,34 +6,33 @@
  * tree and hands both halves to the join below, down to subtrees of
  * simd_degree chunks (16 KiB with AVX-512): 65,535 parallel_invokes for a
  * 1 GiB file. BLAKE3's own join (c/blake3_tbb.cpp) forks every one of them,
- * which on two cores cost about 4% here. This file takes the place
+ * which on two cores cost a few per cent. This file takes the place
  * of blake3_tbb.cpp in libblake3.a: the same symbol and the same
  * parallel_invoke, except that a subtree below the grain is hashed on the
  * thread that holds it. The grain is chosen per call from the length: a few
  * thousand tasks for a large file, and a single ring block still splits.
  *
  * Staging (hash_mapped, for a file hashed straight from the page cache):
- * one core spends 241 ms of user time on a cached 1 GiB file hashed from its
- * mapping, but 169 ms hashing the buffer a read() loop gets, still in L2
- * after the kernel's copy (b3sum against b3sum --no-mmap). BLAKE3 reads 16
+ * one core spends more user time on a cached file hashed from its mapping
+ * than hashing the buffer a read() loop gets, still in L2 after the kernel's
+ * copy (b3sum against b3sum --no-mmap). BLAKE3 reads 16
  * chunks 1 KiB apart at once, which the prefetcher seems to follow poorly
  * from DRAM. So each serial subtree (a task, up to the stage size: the
  * --stage-size knob) is first read once, one load per cache line in order,
- * which the prefetcher does follow, and then hashed in place from the cache:
- * one core, 1 MiB tasks, 0.210-0.231 s per GiB against 0.228-0.256 s when
- * each task is first copied into a per-thread buffer (what this did before,
- * still the --stage-copy knob) and 0.246-0.272 s in place without the read
- * (prefetch instructions instead of loads: 0.232-0.255 s). Raced hot on
- * both cores, 31 rounds: 0.846x b3sum, the copy 0.936x (docs/cold-path.md,
- * "Hot"; with input.c's sampled residency check in both).
+ * which the prefetcher does follow, and then hashed in place from the cache.
+ * That took less time than copying each task into a per-thread buffer first
+ * (what this did before, still the --stage-copy knob), than hashing in place
+ * without the read, and than prefetch instructions instead of loads; raced
+ * hot on both cores it beat the copy (docs/cold-path.md, "Hot"; with
+ * input.c's sampled residency check in both).
  *
  * Releasing (the same): a mapped file's pages stay in the process's RSS until
- * unmapped, so a 4 GiB file hashed from its mapping peaked at 4.2 GB. Each
+ * unmapped, so a file hashed from its mapping peaked at its own size. Each
  * subtree of the release size (--map-release) drops its pages from the
- * mapping (MADV_DONTNEED: the page cache keeps them) once hashed: 20 MiB peak
- * RSS on 4 GiB at 8 MiB pieces, and no slower than keeping the mapping to the
- * end. 1 MiB pieces (which split the 2 MiB folios' mappings) were no faster
- * than keeping it, and mapping a window at a time 2-5% slower, likely as each
+ * mapping (MADV_DONTNEED: the page cache keeps them) once hashed: the peak
+ * RSS is a few pieces, not the file, and releasing is no slower than keeping
+ * the mapping to the end. 1 MiB pieces (which split the 2 MiB folios' mappings) were no faster
+ * than keeping it, and mapping a window at a time slower, likely as each
  * window waits for its last task (docs/cold-path.md).
  *
  * The grain and staging only decide where and from what copy the work runs,

@@ -645,8 +645,7 @@ void ring_drain(struct ring *r)
 
 /*
  * One core can hash slower than a fast disk reads (BLAKE3 with AVX2 on a Zen 3
- * core: about 2.2 GB/s from the buffers a cold read filled, against 2.4-3.0 GB/s
- * from a virtio disk, docs/cold-path.md). Once
+ * core against a virtio disk: docs/cold-path.md, from its kept runs). Once
  * the block after this one is read already, the reads are ahead, and the rest
  * of this block is hashed on every core; while they are behind, one core
  * keeps up and the others are left to them. The next block is looked for

@@ -14,9 +14,10 @@ static const struct variant uring_b3sum = {
 	.chooses_path = true,
 	.falls_back = true,
 	/*
-	 * configs/cold-gap.toml on a virtio disk, cold 1 GiB, 11 rounds: O_DIRECT into
-	 * huge-page buffers, 4M x 8 deep, 0.463 s, 0.95x the fastest plain read; the
-	 * earlier buffered 512K x 8 deep 0.646 s (1.33x), O_DIRECT on 4K pages 1.163 s.
+	 * configs/cold-gap.toml on a virtio disk, cold 1 GiB: O_DIRECT into
+	 * huge-page buffers, 4M x 8 deep, came level with the fastest plain read,
+	 * ahead of the earlier buffered 512K x 8 deep and of O_DIRECT on 4K pages
+	 * (docs/cold-path.md; its kept runs give this shape's figures).
 	 */
 	.block_size = 4u << 20,
 	.queue_depth = 8,
@@ -24,12 +25,11 @@ static const struct variant uring_b3sum = {
 	.direct_when_cold = true,
 	.huge_pages = true,
 	/*
-	 * A tree of small files, cold, 7 interleaved rounds: 16,384 x 64 KiB
-	 * 0.952 s with O_DIRECT from 4K (0.73x `xargs -P16 -n64 cat`, 4.3x b3sum
-	 * via xargs) against 1.818 s buffered below a block, where each cold
-	 * buffered read waits on its own readahead; a mixed 1.16 GB tree (1,631
-	 * files, log-normal 0 B to 256 MiB) 0.717 s against 0.996 s. 1M x 32 and
-	 * 4M x 16 deep were no faster: the depth stays.
+	 * A tree of small files, cold: O_DIRECT from 4K is faster than buffered
+	 * reads below a block, where each cold buffered read waits on its own
+	 * readahead, on 64 KiB files and on a mixed tree alike (docs/trees.md,
+	 * docs/cold-path/list-run). 1M x 32 and 4M x 16 deep were no faster: the
+	 * depth stays.
 	 */
 	.tree_direct_min = 4u << 10,
 	.hashes_when_behind = true,

@@ -96,7 +96,7 @@ def _xxhsum(exe: str, knobs: dict[str, Any], d: Dataset) -> ToolCommand:
 
 def _fio(exe: str, knobs: dict[str, Any], d: Dataset) -> ToolCommand | None:
     if d.is_tree:
-        return None  # fio --opendir lays out a job per file: 24 s for 16,384 files that cat reads in 3.5
+        return None  # fio --opendir lays out a job per file: many times slower than cat (docs/trees.md)
     size = d.size
     bs, depth, direct = knobs["bs"], knobs["iodepth"], knobs["direct"]
     argv = [exe, "--name=ringsum", f"--filename={FIO_FILE}", "--allow_file_create=0", "--rw=read",
@@ -117,7 +117,7 @@ TOOL_LIST = (
     Tool("xxhsum", {"algo": (_xxh_algo, ("xxh64",))}, _xxhsum, colour="#e377c2", hash_Bps=6e9),
     Tool("fio", {"bs": (config_values.size, (512 << 10,)), "iodepth": (config_values.posint, (2,)),
                  "direct": (config_values.boolean, (True,))}, _fio,
-         colour="#d62728", reads_only=True, start_s=0.3),  # fio's own start-up, measured ~0.3 s
+         colour="#d62728", reads_only=True, start_s=0.3),  # fio's own start-up, a guess for estimates
 )
 TOOLS = {t.name: t for t in TOOL_LIST}
 # The tool of a [[commands]] entry: a plain reader (reads_only = true), or any other program.

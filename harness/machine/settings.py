@@ -54,7 +54,8 @@ class Setting:
 
 # A VM guest with virtio-balloon free page reporting hands free memory back to the host about 2 s
 # after it is freed (a cache drop frees a lot); the next read faults those pages back in from the
-# host, which here turned ~40% of cold 1 GiB reads from 0.43 s into 1.3 s of mostly system time.
+# host, which on the build VM made many cold reads several times slower, in system time
+# (docs/cold-path.md, "A fresh page of memory is expensive here").
 # An order above the largest (10 on x86-64) leaves no block to report.
 FREE_PAGE_REPORTING = Tunable(
     name="free page reporting",

@@ -68,9 +68,9 @@ class Group:
 
 @dataclass(frozen=True)
 class Nominal:
-    read_Bps: float = 1.0e9  # measured: cold 1 GiB reads on the 2-core VM, 0.35-2.9 s, mean ~1 s
+    read_Bps: float = 1.0e9  # a round guess for estimates, before a run has measured the disk
     hash_per_core_Bps: float = 3e9
-    overhead_s: float = 0.15  # measured: hyperfine start + prepare (sync, drop, cachestat) ~0.1-0.2 s
+    overhead_s: float = 0.15  # per execution: hyperfine's start and the prepare (sync, drop, cachestat)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ exactly, where wall time would need many rounds to see it:
 
 `probe()` runs one untimed execution under GNU time (rusage; /proc/PID/io read before the
 zombie is reaped) and, when perf's tracepoint works, under `perf stat` for the system calls. `compare()` judges two sets of probes counter by counter: the median of each
-side, a tolerance per counter measured on this VM (docs/regression-check.md), and a direction
+side, a tolerance per counter set from A/A checks (docs/regression-check.md), and a direction
 in which a change is a regression.
 """
 
@@ -76,13 +76,13 @@ class Tolerance:
     over: str = "median"  # or "max"
 
 
-# Set from 20 checks of two identical builds on the shared 2-core VM, three probes each
+# Set from A/A checks of two identical builds on the shared 2-core VM, three probes each
 # (docs/regression-check.md): reads, faults and RSS hardly move; read_bytes carries the
 # libraries re-read after a cache drop; system calls and context switches depend on timing
-# (io_uring_enter calls ranged 96-253 for the single thread, 114-365 for the multithreaded
-# one); the time-weighted mean in flight ranged 0.8-5.1 and is only shown. Context switches
-# ranged 96-814 there, and 8 against 118 for two identical builds of the single thread when
-# `make test` ran a CPU-heavy test beside the probes: they count waits and preemptions, not what
+# (io_uring_enter calls varied widely between probes); the time-weighted mean in flight varied
+# as much and is only shown. Context switches varied by an order of magnitude between two
+# identical builds of the single thread when `make test` ran a CPU-heavy test beside the
+# probes: they count waits and preemptions, not what
 # the program asked for, so they are shown, not judged (no injected fault is caught by them). The queue depth in
 # use is judged by its peak: the most in flight at once, which the first fill of the ring reaches
 # whatever the scheduling (the count at a consumer run was 0 on a loaded machine: every read had

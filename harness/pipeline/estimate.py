@@ -16,8 +16,8 @@ from harness.pipeline.earlier_runs import Learned
 if TYPE_CHECKING:
     from harness.pipeline.plan import Command, Plan
 
-# Each further file of a tree, read one after another: measured 2026-11-23, cat over 16,384 files of
-# 64 KiB cold 3.45 s against 0.45 s for one 1 GiB file.
+# Each further file of a tree, read one after another: a cold tree of small files takes cat many
+# times as long as one file of the same bytes (docs/trees.md, from docs/cold-path/list-run).
 PER_FILE_COLD_S, PER_FILE_WARM_S = 1.8e-4, 2e-5
 RAM_READ_BPS = 8e9  # a cached file, or a cold one on the RAM device: a memory copy
 
@@ -79,7 +79,7 @@ def estimate(plan: Plan, config: Config, learned: Learned | None = None) -> Esti
     seconds = {c.label: estimate_execution_s(c, plan.cache, config, learned=learned) + over for c in plan.commands}
     timed = sum(seconds.values()) * plan.rounds * plan.runs_per_round
     traced = config.run.probes * sum(seconds[c.label] for c in plan.commands if c.trace_argv)
-    # reference b3sum (+ generation at ~0.4 GB/s when needed) per dataset
+    # reference b3sum (+ generating the data, when needed, at a guessed 0.4 GB/s) per dataset
     setup = sum(f.size / nom.read_Bps + 1.0 + f.files * PER_FILE_COLD_S
                 + (f.size / 4e8 if f.generate else 0) for f in plan.datasets)
     disk_Bps = learned.read_Bps(plan.cache, plan.conditions[0].name) if learned and plan.cache == "cold" else None

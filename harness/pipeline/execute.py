@@ -40,7 +40,7 @@ class RunStopped(Exception):
 
 # Under a read cap, the --prepare step then idles this long: blk-throttle's slices are 100 ms on a
 # rotational queue, and its start's reads (Python's files, dropped a moment before) would otherwise
-# leave the command a credit: cat of 64 MiB under a 200 MiB/s cap took 0.22 s, not 0.32 s.
+# leave the command a credit: a capped cat then finished sooner than the cap allows.
 CAPPED_SETTLE_S = 0.3
 
 
