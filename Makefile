@@ -326,6 +326,9 @@ bench: deps all $(call bins,notrace) $(call bins,blake3join)
 docs: $(VENV_OK) all
 	COLUMNS=80 $(VENV)/bin/ringsum knobs --markdown > docs/knobs.md.new && mv docs/knobs.md.new docs/knobs.md
 	$(VENV)/bin/python -m analysis.doc_figures
+	rm -rf $(BUILD)/docs-report && $(VENV)/bin/python -m analysis docs/decisions/quick-run -o $(BUILD)/docs-report
+	cp $(BUILD)/docs-report/ranking.png docs/images/ranking.png
+	cp $(BUILD)/docs-report/heatmaps.png docs/images/heatmap.png
 
 # A run that exits 1 (some executions failed) still gets its report; the exit status is kept.
 sweep: deps all

@@ -24,6 +24,7 @@ symlink on the way). QUERY is shell-quoted words; LABEL is a command's label as 
     files_per_s LABEL           files hashed per second by median, "22,600"
     ratio LABEL TARGET [DIGITS] paired time ratio, median [interval], "1.10 [0.98, 1.14]"
     wins LABEL OTHER            rounds LABEL took less time than OTHER, "11 of 11"
+    vs_b3sum [CONDITION]        the headline's ratio to the fastest b3sum, with its verdict and that b3sum
     share LABEL                 median share of the ring's bytes hashed on every core, "91%"
     limit_set_by [CONDITION]    the reader setting the speed limit most often, "dd bs=2M in 4 of 8 rounds"
     robust                      the robust pick across machine conditions, with its worst ratio
@@ -33,7 +34,6 @@ ratio's reference, the command's own condition's. Ratios are stats.RATIO_CONVENT
 command's time / the reference's, paired per round, below 1 is faster.
 Tables (NAME): `paired` (analysis/paired_table.py, per condition), `conditions` (each condition's
 best hasher and the robust pick), `ranking` (every command by median time).
-
 `--check` writes nothing and exits 1 naming every region that is out of date.
 """
 
@@ -58,8 +58,7 @@ from harness import stats
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # One marker: its kind, its arguments, and the value the generator owns (fig and machine on one line).
-MARKER = re.compile(r"<!-- (?P<kind>fig|machine|table) (?P<args>[^\n]*?) -->(?P<value>.*?)<!-- /(?P=kind) -->",
-                    re.S)
+MARKER = re.compile(r"<!-- (?P<kind>fig|machine|table) (?P<args>[^\n]*?) -->(?P<value>.*?)<!-- /(?P=kind) -->", re.S)
 LIMIT = "limit"
 DOCUMENTS = ("summary.json", "meta.json", "runs.csv")  # what a figure may read of a kept run
 
@@ -70,8 +69,7 @@ class FigureError(ValueError):
 
 @dataclass
 class KeptRun:
-    """A run directory kept under docs/: summary.json and meta.json read at once, runs.csv when a
-    figure needs the rounds."""
+    """A run directory kept under docs/: summary.json and meta.json read at once, runs.csv when needed."""
 
     path: Path
     summary: dict
@@ -311,6 +309,14 @@ def _digits(words: list[str]) -> int:
     raise FigureError(f"ratio: unexpected {' '.join(words)!r} (an optional number of digits)")
 
 
+def _vs_b3sum(run: KeptRun, condition: str | None) -> str:
+    """The headline's own comparison with the fastest b3sum, at the run's confidence, as its verdict says."""
+    versus = run.headline(condition).get("vs_b3sum") or {}
+    if not versus.get("ratio"):
+        raise FigureError(f"no b3sum in the headline of {run.path}")
+    return f"{_estimate(versus['ratio'])} ({versus['outcome']}, against {versus['label']})"
+
+
 # name -> (how many words it takes at least and at most, what it computes)
 FIGURES = {
     "headline": (0, 1, lambda run, w: _headline(run, w[0] if w else None)),
@@ -321,6 +327,7 @@ FIGURES = {
     "rate": (1, 1, lambda run, w: _rate_of(run, w[0])),
     "files_per_s": (1, 1, lambda run, w: _files_per_s(run, w[0])),
     "ratio": (2, 3, lambda run, w: _ratio(run, w[0], w[1], _digits(w[2:]))),
+    "vs_b3sum": (0, 1, lambda run, w: _vs_b3sum(run, w[0] if w else None)),
     "wins": (2, 2, lambda run, w: _wins(run, w[0], w[1])),
     "share": (1, 1, lambda run, w: _share(run, w[0])),
     "limit_set_by": (0, 1, lambda run, w: _limit_set_by(run, w[0] if w else None)),
@@ -388,15 +395,11 @@ def _paired_table(run_dir: str, run: KeptRun) -> str:
 
 
 def _estimate(values: dict | None, digits: int = 2) -> str:
-    if not values or values.get("median") is None:
-        return "-"
-    return stats.Estimate(**values).text(digits)
+    return stats.Estimate(**values).text(digits) if values and values.get("median") is not None else "-"
 
 
 TABLES = {"paired": _paired_table, "conditions": _conditions_table, "ranking": _ranking_table}
 
-
-# --- the command ---
 
 def default_files(root: Path) -> list[Path]:
     readme = root / "README.md"
