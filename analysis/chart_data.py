@@ -11,7 +11,8 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from analysis.load import Run
-from harness.catalog.tools import COMMAND, READER, TOOL_LIST, TOOLS
+from harness.catalog.tools import (COMMAND, OTHER_HASH, PLAIN_READ, READ_TOOLS, READER, REFERENCE_HASH, TOOL_LIST, TOOLS,
+                                   the_tool, tools_with)
 from harness.catalog.variants import VARIANT_LIST
 from harness.pipeline import decision
 from harness.pipeline import verdict
@@ -35,10 +36,10 @@ class Role:
 # against in their own warm hues: a glance tells a hasher from a reader, whatever the chart.
 ROLES = {
     "ours": Role("ours: the io_uring hashers (blues)", ("#1f5fbf", "#6aa5e0", "#0b2e6b", "#3d8fd6", "#9cc3ea")),
-    "reader": Role("readers: cat, dd, fio, tar, reader [[commands]] (greys; the speed limit)",
+    "reader": Role(f"readers: {', '.join(READ_TOOLS[:-1])}, {READER} [[commands]] (greys; the speed limit)",
                    ("#555555", "#8c8c8c", "#333333", "#737373", "#9a9a9a")),
-    "b3sum": Role("b3sum, the official BLAKE3 (orange)", ("#e6730b", "#f2a65a")),
-    "xxhsum": Role("xxhsum, a non-cryptographic hash (magenta)", ("#b5179e", "#e05fc8")),
+    REFERENCE_HASH: Role(f"{the_tool(REFERENCE_HASH)}, the official BLAKE3 (orange)", ("#e6730b", "#f2a65a")),
+    OTHER_HASH: Role(f"{', '.join(tools_with(OTHER_HASH))}, a non-cryptographic hash (magenta)", ("#b5179e", "#e05fc8")),
     "command": Role("other [[commands]] (greens)", ("#2e8b3a", "#7cc46b", "#1b5e20")),
 }
 
@@ -48,12 +49,13 @@ _OURS_ORDER = ["uring_b3sum"] + [v.name for v in VARIANT_LIST if v.name != "urin
 
 
 def role(tool: str) -> str:
-    """The role of a runs.csv `tool`: ours, reader, b3sum, xxhsum or command."""
+    """The role of a runs.csv `tool` in the charts: ours, reader, the reference hash, another hash or command."""
     if tool == "hasher":
         return "ours"
     if tool == READER or (tool in TOOLS and TOOLS[tool].reads_only):
         return "reader"
-    return tool if tool in ("b3sum", "xxhsum") else "command"
+    roles = TOOLS[tool].roles if tool in TOOLS else frozenset()
+    return next((r for r in (REFERENCE_HASH, OTHER_HASH) if r in roles), "command")
 
 
 def _tool_of(variant: str) -> str:
@@ -161,7 +163,7 @@ def reference(stats: pd.DataFrame, tool: str) -> pd.Series | None:
     rows = stats[(stats["tool"] == tool) & stats["median_s"].notna()]
     if not len(rows):
         return None
-    if tool == "b3sum":
+    if tool in tools_with(REFERENCE_HASH):
         default = rows[rows["num_threads"].isna() & (rows["mmap"] != False).fillna(True)  # noqa: E712
                        & rows["extra"].fillna("").eq("")]
         if len(default):
@@ -198,7 +200,7 @@ def tied_with_fastest(runs: pd.DataFrame, labels: list[str], confidence: float =
     return decision.decide(times, [lbl for lbl in labels if times.get(lbl)], confidence).contenders
 
 
-REFERENCE_TOOLS = ("b3sum", "cat")
+REFERENCE_TOOLS = (the_tool(REFERENCE_HASH), the_tool(PLAIN_READ))
 
 
 def hasher_stats(run: Run, file_size: int | None = None) -> tuple[pd.DataFrame, int]:

@@ -22,6 +22,7 @@ from analysis.load import Run, load_trace, speed_limit  # noqa: E402
 from analysis.chart_data import (GB, REFERENCE_TOOLS, RUN_COLOURS, Skip, as_ran, colour, command_name,  # noqa: E402
                                  for_size, gbps_text, hasher_stats, machine, reference, role_handles, rounds,
                                  run_date, run_legend, short_label, size_text, subtitle, tied_with_fastest)
+from harness.catalog.tools import READ_TOOLS, SELF_TIMED, tools_with
 from harness.pipeline import verdict
 from harness.pipeline.results import command_stats, succeeded  # noqa: E402
 from harness.units import about_size, format_size  # noqa: E402
@@ -78,7 +79,7 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
         ax.scatter(walls, y + rng.uniform(-0.18, 0.18, len(walls)), s=10, color=c, zorder=3,
                    edgecolors="none")
         ax.text(float(np.max(walls)), y, f"  {row['shown_s']:.3f} s", va="center", fontsize=8)
-    names = [short_label(command_name(lbl)) + (" (own read time)" if tool == "fio" else "")
+    names = [short_label(command_name(lbl)) + (" (own read time)" if tool in tools_with(SELF_TIMED) else "")
              + (f"  ({f} failed)" if f else "")
              for lbl, tool, f in zip(stats["label"], stats["tool"], stats["failed"])]
     ax.set_yticks(range(len(stats)), names, fontsize=8)
@@ -248,7 +249,7 @@ def chart_limit_ratio(run: Run, file_size: int | None = None) -> Figure | Skip:
     stats, size = hasher_stats(run, file_size)
     limit = speed_limit(run, size)
     if not limit:
-        return Skip("no speed limit (no successful read-only command: cat, dd, fio or a reads_only [[commands]] entry)")
+        return Skip(f"no speed limit (no successful read-only command: {', '.join(READ_TOOLS[:-1])} or a reads_only [[commands]] entry)")
     hashers = stats[(stats["tool"] == "hasher")].sort_values("limit_ratio", ascending=False,
                                                               na_position="first")
     if not len(hashers):

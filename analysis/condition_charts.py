@@ -17,11 +17,12 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from analysis.chart_data import GB, ROLES, Skip, subtitle  # noqa: E402
 from analysis.load import Run  # noqa: E402
 from harness import stats
+from harness.catalog.tools import REFERENCE_HASH, tools_with
 from harness.conditions import robust
 from harness.pipeline import decision
 from harness.pipeline import verdict
 
-COMPARED_TOOLS = ("hasher", "b3sum")
+COMPARED_TOOLS = ("hasher", *tools_with(REFERENCE_HASH))
 
 
 def _configurations(rows: object, cond: str) -> dict[str, str]:
@@ -31,13 +32,13 @@ def _configurations(rows: object, cond: str) -> dict[str, str]:
 
 
 def _is_b3sum(config: str) -> bool:
-    return config.split()[0] == "b3sum"  # not b3sum_pread, one of ours
+    return config.split()[0] in tools_with(REFERENCE_HASH)  # not b3sum_pread, one of ours
 
 
 def _role_colours(configs: list[str]) -> dict[str, str]:
     """configuration -> colour: b3sum's in its orange family, ours in the blues, one member each."""
     out: dict[str, str] = {}
-    for family, members in (("b3sum", [c for c in configs if _is_b3sum(c)]),
+    for family, members in ((REFERENCE_HASH, [c for c in configs if _is_b3sum(c)]),
                             ("ours", [c for c in configs if not _is_b3sum(c)])):
         colours = ROLES[family].colours
         out.update({c: colours[i % len(colours)] for i, c in enumerate(members)})
@@ -66,7 +67,7 @@ def chart_conditions(run: Run) -> Figure | Skip:
             best = ranked[0][0]
             for label in [best, *decision.tied_with(times, best, [lbl for lbl, _ in ranked])]:
                 outlined.add((labels[label], cond))
-    configs = sorted({c for c, _ in cells}, key=lambda c: (not c.startswith("uring"), "b3sum" in c, c))
+    configs = sorted({c for c, _ in cells}, key=lambda c: (not c.startswith("uring"), _is_b3sum(c), c))
     if not configs:
         return Skip("no speed limit in any condition: no read-only command succeeded")
     values = np.array([[cells.get((k, c), np.nan) for c in names] for k in configs])

@@ -5,8 +5,8 @@ directories kept beside it, so that a figure and its machine never part.
     python -m analysis.paired_table RUN_DIR [RUN_DIR ...]
 
 Per condition and command: the median wall time; × limit, its time over the fastest plain read
-of the same round (cat, dd, tar, or a `reads_only` command: wall times, so fio, whose wall time
-includes its start-up, is left out), median over rounds [95% interval]; × each b3sum of the
+of the same round (the limit readers but the self-timed, whose wall time includes their start-up,
+or a `reads_only` command), median over rounds [95% interval]; × each b3sum of the
 condition, the same ratio, and in how many rounds it was faster. Time ratios: below 1 is faster.
 """
 
@@ -20,9 +20,11 @@ import pandas as pd
 
 from analysis.load import RunDirError, load_run
 from harness import stats
+from harness.catalog.tools import COMMAND, LIMIT_READER, READER, REFERENCE_HASH, SELF_TIMED, tools_with
 
-READERS = ("cat", "dd", "tar", "reader")
-HASHERS = ("hasher", "command")
+# The plain readers: wall times (a self-timed reader's wall time includes its start-up).
+READERS = (*(t for t in tools_with(LIMIT_READER) if t not in tools_with(SELF_TIMED)), READER)
+HASHERS = ("hasher", COMMAND)
 
 
 def _base(label: str) -> str:
@@ -55,7 +57,7 @@ def table(run_dir: Path, shown_as: str | None = None) -> str:
     for condition, group in runs.groupby("condition"):
         wall = group.pivot_table(index="round", columns="label", values="wall_s")
         tools = dict(zip(group["label"], group["tool"]))
-        b3sums = sorted((c for c in wall.columns if tools[c] == "b3sum"), key=_base)
+        b3sums = sorted((c for c in wall.columns if tools[c] in tools_with(REFERENCE_HASH)), key=_base)
         readers = [c for c in wall.columns if tools[c] in READERS]
         limit = wall[readers].min(axis=1) if readers else None
         head = ["command", "median", "× limit"] + [f"× {_base(b)} (faster in)" for b in b3sums]

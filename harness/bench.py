@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 
 from harness.pipeline.results import command_stats, read_runs
+from harness.catalog.tools import REFERENCE_HASH, the_tool
 
 OTHER_BUILDS = {"notrace-": "no trace code", "blake3join-": "BLAKE3's join"}
-B3SUM = "b3sum"
+B3SUM = the_tool(REFERENCE_HASH)  # its command label in bench.toml is the tool's name
 
 
 def paired_builds(run_dir: Path) -> list[dict[str, object]]:

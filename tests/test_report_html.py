@@ -27,6 +27,7 @@ import pytest
 
 from analysis import charts
 from analysis.chart_data import ROLES, command_name, hasher_stats, short_label
+from harness.catalog.tools import OTHER_HASH, REFERENCE_HASH
 from analysis.cli import main as report_main
 from analysis.load import load_run
 from harness.stats import RATIO_CONVENTION
@@ -334,7 +335,7 @@ def test_limit_ratio_axis_ends_just_past_the_data():
 
 def _role(tool: str) -> str:
     return {"hasher": "ours", "cat": "reader", "dd": "reader", "fio": "reader", "tar": "reader",
-            "reader": "reader", "b3sum": "b3sum", "xxhsum": "xxhsum"}.get(tool, "command")
+            "reader": "reader", "b3sum": REFERENCE_HASH, "xxhsum": OTHER_HASH}.get(tool, "command")
 
 
 def test_colours_by_role_with_a_legend(tmp_path):
@@ -342,7 +343,7 @@ def test_colours_by_role_with_a_legend(tmp_path):
     run = load_run(ROLES_RUN)
     tools = {short_label(command_name(str(lbl))): str(t)
              for lbl, t in zip(run.runs["label"], run.runs["tool"])}
-    assert {_role(t) for t in tools.values()} >= {"ours", "reader", "b3sum", "command"}
+    assert {_role(t) for t in tools.values()} >= {"ours", "reader", REFERENCE_HASH, "command"}
     texts = {t.text: t.get("style", "") for t in ET.parse(out / "ranking.svg").iter(f"{SVG}text") if t.text}
     seen = {}
     for label, tool in tools.items():

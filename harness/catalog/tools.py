@@ -6,6 +6,7 @@ not listed here needs no Python at all: a config's `[[commands]]` entry runs any
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,16 +31,31 @@ class ToolCommand:
     fields: dict[str, Any] = field(default_factory=dict)  # Command fields it fills: block_size, direct, ...
 
 
+# What a tool is to the harness. Code asks for a role (tools_with, the_tool), never for a tool's name.
+LIMIT_READER = "limit reader"  # reads the data and nothing else: the speed limit is the fastest of them
+PLAIN_READ = "plain read"  # the article's `cat FILE > /dev/null`: the summary's and the check's first reference
+REFERENCE_HASH = "reference hash"  # the official BLAKE3: the expected digests, the hasher to beat, one build per SIMD level
+B3SUM_OUTPUT = "b3sum-format output"  # prints `HASH  NAME` lines: checked against the reference digests
+SELF_TIMED = "self-timed"  # times its own reading into a JSON file of the run's naming; reads whole blocks only
+OTHER_HASH = "other hash"  # hashes, but not BLAKE3: its output is not checked, its speed is its own
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
     knobs: dict[str, tuple[config_values.Parser, tuple[Any, ...]]]  # config key -> (parser, default values)
     command: Callable[[str, dict[str, Any], Dataset], ToolCommand | None]  # (exe, knobs, dataset); None: n/a
     colour: str
-    reads_only: bool = False  # reads the file and nothing else: one of the speed limit's readers
+    roles: frozenset[str] = frozenset()
     pipe_output: bool = False  # its output goes through a pipe, not to /dev/null (which it would notice)
     start_s: float = 0.0  # its own start-up, for the estimate
     hash_Bps: float | None = None  # its hashing speed on one core, when it hashes but is not BLAKE3
+    version: Callable[[str], str] | None = None  # its version, read from its `--version` output (meta.json)
+    limit_grid: Any = None  # a limit reader's settings that a config's `limit` group adds (harness/pipeline/config.py)
+
+    @property
+    def reads_only(self) -> bool:
+        return LIMIT_READER in self.roles
 
 
 def _xxh_algo(v: Any) -> str:
@@ -108,22 +124,41 @@ def _fio(exe: str, knobs: dict[str, Any], d: Dataset) -> ToolCommand | None:
 
 
 TOOL_LIST = (
-    Tool("cat", {"jobs": (config_values.posint, (1,))}, _cat, colour="#7f7f7f", reads_only=True),
-    Tool("tar", {}, _tar, colour="#bcbd22", reads_only=True, pipe_output=True),
+    # one file: cat; a tree: cat, and 16 cats at once through xargs
+    Tool("cat", {"jobs": (config_values.posint, (1,))}, _cat, colour="#7f7f7f",
+         roles=frozenset({LIMIT_READER, PLAIN_READ}), limit_grid={"jobs": [1, 16]}),
+    Tool("tar", {}, _tar, colour="#bcbd22", roles=frozenset({LIMIT_READER}), pipe_output=True,
+         limit_grid={}),  # trees only, as dd and fio are files only
     Tool("dd", {"bs": (config_values.size, (1 << 20,)), "direct": (config_values.boolean, (False,))}, _dd,
-         colour="#8c564b", reads_only=True),
-    Tool("b3sum", {"num_threads": (config_values.threads, (None,)), "no_mmap": (config_values.boolean, (False,))}, _b3sum,
-         colour="#ff7f0e"),
-    Tool("xxhsum", {"algo": (_xxh_algo, ("xxh64",))}, _xxhsum, colour="#e377c2", hash_Bps=6e9),
+         colour="#8c564b", roles=frozenset({LIMIT_READER}), limit_grid={"bs": ["64K", "1M", "2M"]}),
+    Tool("b3sum", {"num_threads": (config_values.threads, (None,)), "no_mmap": (config_values.boolean, (False,))},
+         _b3sum, colour="#ff7f0e", roles=frozenset({REFERENCE_HASH, B3SUM_OUTPUT}), version=lambda out: out.split()[-1]),
+    Tool("xxhsum", {"algo": (_xxh_algo, ("xxh64",))}, _xxhsum, colour="#e377c2", roles=frozenset({OTHER_HASH}),
+         hash_Bps=6e9, version=lambda out: re.search(r"\d+\.\d+\.\d+", out).group(0)),
     Tool("fio", {"bs": (config_values.size, (512 << 10,)), "iodepth": (config_values.posint, (2,)),
                  "direct": (config_values.boolean, (True,))}, _fio,
-         colour="#d62728", reads_only=True, start_s=0.3),  # fio's own start-up, a guess for estimates
+         colour="#d62728", roles=frozenset({LIMIT_READER, SELF_TIMED}), start_s=0.3,  # start-up: a guess for estimates
+         version=lambda out: out.strip().removeprefix("fio-"),
+         # io_uring reads buffered and O_DIRECT, shallow with the article's best and deep
+         limit_grid=[{"bs": "512K", "iodepth": 2, "direct": True}, {"bs": "2M", "iodepth": 8, "direct": True},
+                     {"bs": "512K", "iodepth": 8, "direct": False}]),
 )
 TOOLS = {t.name: t for t in TOOL_LIST}
 # The tool of a [[commands]] entry: a plain reader (reads_only = true), or any other program.
 READER, COMMAND = "reader", "command"
 # Read the file and nothing else: the speed limit is the fastest of them.
 READ_TOOLS = tuple(t.name for t in TOOL_LIST if t.reads_only) + (READER,)
+
+
+def tools_with(role: str) -> tuple[str, ...]:
+    """The names of the tools that play `role`, in the registry's order."""
+    return tuple(t.name for t in TOOL_LIST if role in t.roles)
+
+
+def the_tool(role: str) -> str:
+    """The one tool that plays `role` (the reference hash, the plain read)."""
+    (name,) = tools_with(role)
+    return name
 
 
 def find_tool(name: str) -> Path | None:

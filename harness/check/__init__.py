@@ -1,1 +1,1 @@
-"""`ringsum check`, `ringsum baseline` and `ringsum instructions`: did a build get slower, and how sure is the check."""
+"""`ringsum check`, `baseline` and `instructions`: did a build get slower, and how sure is the check."""

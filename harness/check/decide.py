@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from harness import stats
-from harness.check.load import CheckError, RunData, Sample, is_run_dir
+from harness.check.load import REFERENCE_TOOLS, CheckError, RunData, Sample, is_run_dir
 from harness.pipeline import counters as ctr
 from harness.pipeline.run import run
 
@@ -53,8 +53,7 @@ DEFAULT_CONFIDENCE = 0.95
 RESAMPLES = 10_000
 SEED = 20230701
 MIN_RUNS = 3  # ok executions per command on each side
-FIGURES = ("paired", "cat", "fio", "raw")  # in order of preference for the verdict
-REFERENCE_TOOLS = ("cat", "fio")
+FIGURES = ("paired", *REFERENCE_TOOLS, "raw")  # in order of preference for the verdict
 POOLED = "all hashers, pooled"
 MIN_LOG_SCALE = 1e-3  # a command's per-round noise is never taken as below 0.1% (weights stay finite)
 DEFAULT_INSTRUCTION_TOLERANCE = 0.01

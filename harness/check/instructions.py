@@ -15,9 +15,9 @@ from harness.check.decide import (IMPROVEMENT, NO_CHANGE, NOT_COMPARABLE, ONLY_C
 from harness.catalog.variants import REPO_ROOT, default_bin_dir
 from harness.datasets.dataset import Dataset
 from harness.datasets.generate import ensure_dataset
-from harness.pipeline.plan import find_tool
 from harness.pipeline.preflight import b3sum_reference
 from harness.units import format_size
+from harness.catalog.tools import REFERENCE_HASH, find_tool, the_tool
 
 
 INSTRUCTIONS_JSON = "instructions.json"
@@ -83,9 +83,9 @@ def instructions_now(bin_dir: Path | None = None, file: Path | None = None,
     if file is None:
         file = REPO_ROOT / "build" / "data" / f"ringsum-{format_size(size)}.bin"
         ensure_dataset(Dataset(str(file), size, generate=True, owned=True), lambda msg: None)
-    b3sum = find_tool("b3sum")
+    b3sum = find_tool(the_tool(REFERENCE_HASH))
     if b3sum is None:
-        raise CheckError("b3sum not found; run `make deps`")
+        raise CheckError(f"{the_tool(REFERENCE_HASH)} not found; run `make deps`")
     return measure_instructions(Path(bin_dir).absolute(), file, b3sum_reference(str(b3sum), str(file), 60))
 
 

@@ -1,5 +1,5 @@
 """`ringsum check`'s input: a run directory reduced to, per command and figure, its executions'
-times and the reference's in the same rounds (cat, fio; ones for raw), and an A/B run split in halves."""
+times and the references' in the same rounds (REFERENCE_TOOLS; ones for raw), and an A/B run split in halves."""
 
 from __future__ import annotations
 
@@ -11,9 +11,15 @@ from typing import Any, Callable
 
 import numpy as np
 
+from harness.catalog.tools import PLAIN_READ, SELF_TIMED, the_tool, tools_with
 from harness.pipeline import counters as ctr
 from harness.pipeline import results as res
 from harness.pipeline.config_schema import BASELINE_PREFIX
+
+
+# The check's per-round references, each a figure of its own (÷cat, ÷fio): the plain read, and the
+# self-timed readers by their own read time.
+REFERENCE_TOOLS = (the_tool(PLAIN_READ), *tools_with(SELF_TIMED))
 
 
 class CheckError(Exception):
@@ -70,19 +76,18 @@ def _per_round(rows: Any, column: str) -> dict[tuple[str, int], float]:
 
 
 def reference_times(runs: Any) -> dict[str, dict[tuple[str, int], float]]:
-    """figure -> (file, round) -> reference time in that round: cat's wall time, and fio's read
-    time of the fio command with the best median (per file)."""
+    """figure -> (file, round) -> reference time in that round: the plain read's wall time, and a
+    self-timed reader's own read time, of its command with the best median (per file)."""
     ok = runs[res.succeeded(runs)]
-    refs = {"cat": _per_round(ok[ok["tool"] == "cat"], "wall_s")}
-    fio = ok[ok["tool"] == "fio"].copy()
-    if len(fio):
-        fio["read_s"] = fio["fio_runtime_s"].where(fio["fio_runtime_s"] > 0, fio["wall_s"])
-        med = fio.groupby(["file", "label"])["read_s"].median()
-        best = {f: lbl for f, lbl in med.groupby(level=0).idxmin().map(lambda t: t[1]).items()}
-        fio = fio[[best.get(f) == lbl for f, lbl in zip(fio["file"], fio["label"])]]
-        refs["fio"] = _per_round(fio, "read_s")
-    else:
-        refs["fio"] = {}
+    refs = {}
+    for tool in REFERENCE_TOOLS:
+        rows = ok[ok["tool"] == tool].copy()
+        if tool in tools_with(SELF_TIMED) and len(rows):
+            rows["wall_s"] = rows["fio_runtime_s"].where(rows["fio_runtime_s"] > 0, rows["wall_s"])
+            med = rows.groupby(["file", "label"])["wall_s"].median()
+            best = {f: lbl for f, lbl in med.groupby(level=0).idxmin().map(lambda t: t[1]).items()}
+            rows = rows[[best.get(f) == lbl for f, lbl in zip(rows["file"], rows["label"])]]
+        refs[tool] = _per_round(rows, "wall_s") if len(rows) else {}
     return refs
 
 

@@ -156,9 +156,9 @@ def _resampled(half: decide.RunData, picks: list[tuple[int, int]], runs: list[di
             s = runs[i][name].samples[label]["raw"]
             times += [(rnd, t) for (_f, k), t in zip(s.keys, s.time) if k == r]
         t = np.array([x for _, x in times])
-        none = decide.Sample(np.array([]), np.array([]))  # no cat or fio: the paired figure decides
+        none = decide.Sample(np.array([]), np.array([]))  # no reference: the paired figure decides
         samples[label] = {"raw": decide.Sample(t, np.ones_like(t), [("resampled", k) for k, _ in times]),
-                          "cat": none, "fio": none}
+                          **{tool: none for tool in decide.REFERENCE_TOOLS}}
     real = runs[counters_from][name]
     return dataclasses.replace(half, path=Path("resampled"), samples=samples, counters=real.counters,
                                failures=real.failures)

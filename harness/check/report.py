@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from harness.check.decide import (BAD, FAILED, FIGURES, IMPROVEMENT, INCONCLUSIVE, NO_CHANGE, NOT_COMPARABLE, ONLY_BASELINE, ONLY_CURRENT,
-                           REGRESSION, TOO_FEW, UNDECIDED, Comparison, Estimate, Report)
+from harness.check.decide import (BAD, FAILED, FIGURES, IMPROVEMENT, INCONCLUSIVE, NO_CHANGE, NOT_COMPARABLE, ONLY_BASELINE,
+                                  ONLY_CURRENT, REFERENCE_TOOLS, REGRESSION, TOO_FEW, UNDECIDED, Comparison, Estimate, Report)
 
 
 def _pct(ratio: float) -> str:
@@ -31,7 +31,7 @@ def _row(c: Comparison) -> dict[str, str]:
     row = {"command": c.label, "figure": "-", "baseline": "-", "current": "-", "change": "-",
            "interval": "-", "verdict": c.verdict + (f" ({c.reason})" if c.reason else "")}
     if e is not None:
-        row.update(figure="÷" + e.figure if e.figure in ("cat", "fio") else e.figure,
+        row.update(figure="÷" + e.figure if e.figure in REFERENCE_TOOLS else e.figure,
                    baseline=_value(e.figure, e.baseline), current=_value(e.figure, e.current),
                    change=_pct(e.ratio), interval=_interval(e))
     for fig in FIGURES:
@@ -41,10 +41,10 @@ def _row(c: Comparison) -> dict[str, str]:
 
 
 COLUMNS = ("command", "figure", "baseline", "current", "change", "interval", "verdict",
-           "paired", "cat", "fio", "raw")
+           *FIGURES)
 
 
-HEADERS = {"paired": "paired", "cat": "÷cat", "fio": "÷fio", "raw": "raw"}
+HEADERS = {fig: "÷" + fig if fig in REFERENCE_TOOLS else fig for fig in FIGURES}
 
 
 def _summary_line(report: Report) -> str:

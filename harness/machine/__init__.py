@@ -1,1 +1,2 @@
-"""The machine a run changes and reads: page cache, system settings, the private state directory, signals, child processes, the fingerprint."""
+"""The machine a run changes and reads: the page cache, system settings, the private state
+directory, signals, child processes, and the fingerprint."""

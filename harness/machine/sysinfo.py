@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.catalog.tools import find_tool
+from harness.catalog.tools import TOOL_LIST, find_tool
 from harness.catalog.variants import REPO_ROOT, VARIANTS, default_bin_dir
 
 CPU_FLAGS_OF_INTEREST = ("sse2", "sse4_1", "ssse3", "avx", "avx2", "avx512f", "avx512vl", "avx512bw",
@@ -237,7 +237,8 @@ def versions(bin_dir: Path | None = None, tools: dict[str, str] | None = None) -
     """Versions of the toolchain and the measured tools. `tools` maps name -> executable."""
 
     tools = dict(tools or {})
-    for name in ("fio", "hyperfine", "b3sum", "xxhsum", "gcc"):
+    versioned = [tool for tool in TOOL_LIST if tool.version]
+    for name in ("hyperfine", "gcc", *(tool.name for tool in versioned)):
         if name not in tools:
             found = find_tool(name)
             tools[name] = str(found) if found else name
@@ -245,10 +246,9 @@ def versions(bin_dir: Path | None = None, tools: dict[str, str] | None = None) -
     probe("gcc", lambda: _run([tools["gcc"], "-dumpfullversion"]))
     probe("liburing", lambda: _run(["dpkg-query", "-W", "-f=${Version}", "liburing-dev"]))
     probe("blake3", lambda: _blake3_version(bin_dir or default_bin_dir()))
-    probe("fio", lambda: _run([tools["fio"], "--version"]).removeprefix("fio-"))
     probe("hyperfine", lambda: _run([tools["hyperfine"], "--version"]).split()[-1])
-    probe("b3sum", lambda: _run([tools["b3sum"], "--version"]).split()[-1])
-    probe("xxhsum", lambda: re.search(r"\d+\.\d+\.\d+", _run([tools["xxhsum"], "--version"])).group(0))
+    for tool in versioned:
+        probe(tool.name, lambda tool=tool: tool.version(_run([tools[tool.name], "--version"])))
     probe("python", platform.python_version)
     probe("pandas", lambda: __import__("pandas").__version__)
     probe("tqdm", lambda: __import__("tqdm").__version__)

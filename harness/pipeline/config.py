@@ -81,23 +81,17 @@ from harness.catalog.knobs import KnobsError, flags_on_by_default, hasher_knobs,
 from harness.conditions.spec import ConditionError, grid_from_table
 from harness.pipeline.config_schema import (BASELINE_TOOLS, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, ConfigError, Constraint,
                                    DatasetDecl, Group, Nominal, RunSettings)
-from harness.catalog.tools import TOOLS
+from harness.catalog.tools import TOOL_LIST, TOOLS
 from harness.catalog.variants import VARIANTS
 from harness.datasets.dataset import TreeRecipe
 from harness.pipeline.config_values import Parser, boolean, buffers, count, fraction, posint, positive, show, size, string
 from harness.units import parse_size
+
 # The `limit` group every config gets unless `[baselines] limit = false`: enough read-only commands
 # to find the fastest plain read of the file (cat's read-ahead, small and large buffered reads,
 # io_uring reads buffered and O_DIRECT, shallow with the article's best and deep). Commands the
 # config already has are not added twice.
-LIMIT_BASELINES: dict[str, Any] = {
-    "cat": {"jobs": [1, 16]},  # one file: cat; a tree: cat, and 16 cats at once through xargs
-    "tar": {},  # trees only, as dd and fio are files only
-    "dd": {"bs": ["64K", "1M", "2M"]},
-    "fio": [{"bs": "512K", "iodepth": 2, "direct": True},
-            {"bs": "2M", "iodepth": 8, "direct": True},
-            {"bs": "512K", "iodepth": 8, "direct": False}],
-}
+LIMIT_BASELINES: dict[str, Any] = {tool.name: tool.limit_grid for tool in TOOL_LIST if tool.limit_grid is not None}
 LIMIT_KEY = "baselines.limit"
 MAX_TREE_FILES = 1 << 20
 

@@ -9,7 +9,7 @@ same command before (the same label, but for its condition and dataset tags), el
 and variant, scaled to its bytes now; always in the same cache mode and machine condition, on a file
 or a tree as now, of a size within `SIZE_RANGE` of it (a fixed start-up cost does not scale). A
 command never measured is estimated from the nominal figures, but for the read rate: the plain
-readers' (cat, dd) measured one when there is.
+readers' (PLAIN_READERS) measured one when there is.
 
 The directory is anyone's to write into: a symlink in it, or a run directory's file that is one, is
 never followed, and a run directory that cannot be read whole is left out, never an error.
@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.catalog.tools import READ_TOOLS
+from harness.catalog.tools import READ_TOOLS, SELF_TIMED, tools_with
 from harness.conditions.robust import configuration
 from harness.conditions.spec import AS_IS
 from harness.machine import sysinfo
@@ -38,8 +38,8 @@ from harness.machine import sysinfo
 if TYPE_CHECKING:
     from harness.pipeline.plan import Command
 
-# The readers whose wall time is their reading (fio's includes its start-up).
-PLAIN_READERS = tuple(t for t in READ_TOOLS if t != "fio")
+# The readers whose wall time is their reading (a self-timed reader's includes its start-up).
+PLAIN_READERS = tuple(t for t in READ_TOOLS if t not in tools_with(SELF_TIMED))
 SIZE_RANGE = 4  # an execution teaches about files from a quarter of its size to four times it
 LARGEST_FILE = 256 << 20  # a meta.json or runs.csv larger than this is no run directory's
 DATASET_TAG = re.compile(r" \[[^\]]*\]$")  # " [64K]": the dataset's name, when a run has several

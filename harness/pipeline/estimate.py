@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harness.catalog.tools import TOOLS
+from harness.catalog.tools import REFERENCE_HASH, TOOLS, tools_with
 from harness.catalog.variants import variant as registered_variant
 from harness.pipeline.config_schema import Config
 from harness.pipeline.earlier_runs import Learned
@@ -23,7 +23,7 @@ RAM_READ_BPS = 8e9  # a cached file, or a cold one on the RAM device: a memory c
 
 
 def _threads_used(c: Command, cores: int) -> int:
-    if c.tool == "b3sum":
+    if c.tool in tools_with(REFERENCE_HASH):
         return c.num_threads or cores
     registered = registered_variant(c.variant) if c.tool == "hasher" else None
     if registered and registered.parallel:

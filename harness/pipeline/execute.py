@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.catalog.fio_output import FioError, parse_fio_file
-from harness.catalog.tools import TOOL_LIST
+from harness.catalog.tools import SELF_TIMED, TOOL_LIST, tools_with
 from harness.conditions.confine import Confinement
 from harness.conditions.spec import Condition
 from harness.machine import page_cache as cachemod
@@ -163,7 +163,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
             rec.hash_ok = why is None
             if why:
                 errors.append(f"hash mismatch: {why}")
-        if cmd.tool == "fio" and rec.exit_code == 0:
+        if cmd.tool in tools_with(SELF_TIMED) and rec.exit_code == 0:
             try:
                 fr = parse_fio_file(fio_path)
                 rec.fio_bw_Bps, rec.fio_runtime_s = fr.bw_Bps, fr.runtime_s

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.catalog.knobs import Knob, load_knobs, switched_on
-from harness.catalog.tools import COMMAND, FIO_FILE, FIO_JSON, READER, TOOLS, find_tool
+from harness.catalog.tools import (B3SUM_OUTPUT, COMMAND, FIO_FILE, FIO_JSON, READER, REFERENCE_HASH, SELF_TIMED, TOOLS,
+                                   find_tool, the_tool, tools_with)
 from harness.catalog.variants import variant as registered_variant
 from harness.conditions.spec import Condition, simd_b3sum, simd_bin_dir
 from harness.datasets.dataset import LIST_PLACEHOLDER, Dataset
@@ -21,7 +22,7 @@ from harness.pipeline.config_values import Buffers, buffers
 from harness.units import format_size
 
 TRACE = "{TRACE}"  # the word after a hasher's --trace, replaced by the trace file's path
-HASHING_TOOLS = ("hasher", "b3sum")  # tools whose stdout is b3sum-format and is checked
+HASHING_TOOLS = ("hasher", *tools_with(B3SUM_OUTPUT))  # their stdout is b3sum-format and is checked
 BLAKE3_GROUP = "blake3-in-memory"
 
 
@@ -65,7 +66,7 @@ class Command:
         """Only whole placeholder words change (fio's own option words, the file list): a test file
         named like a placeholder stays as it is."""
         subst = {LIST_PLACEHOLDER: file_list}
-        if self.tool == "fio":
+        if self.tool in tools_with(SELF_TIMED):
             subst |= {f"--output={FIO_JSON}": f"--output={fio_json}", f"--filename={FIO_FILE}": f"--filename={fio_file}"}
         return [subst.get(a, a) for a in self.argv]
 
@@ -242,16 +243,16 @@ def _commands_for(config: Config, group: Group, knobs: dict[str, Any], d: Datase
 
 def blake3_groups(config: Config) -> list[Group]:
     """Warm mode measures single-core and all-core BLAKE3 speed: b3sum 1 thread and default."""
-    have = set()
+    reference, have = the_tool(REFERENCE_HASH), set()
     for g in config.groups:
-        if g.kind == "b3sum":
+        if g.kind == reference:
             for knobs in _expand_grid(g):
                 if not knobs["no_mmap"]:
                     have.add(knobs["num_threads"])
     missing = tuple(nt for nt in (1, None) if nt not in have)
     if not missing:
         return []
-    return [Group(kind="b3sum", name=BLAKE3_GROUP, variant="b3sum",
+    return [Group(kind=reference, name=BLAKE3_GROUP, variant=reference,
                   grid={"num_threads": missing, "no_mmap": (False,)}, key="(added for warm mode)")]
 
 
@@ -273,7 +274,7 @@ def ram_copies(files: list[Dataset]) -> dict[str, Dataset]:
 def _under(config: Config, c: Command, group: Group, cond: Condition, tag: str) -> Command:
     """The command as it runs under a condition: the SIMD level's build of BLAKE3's programs."""
     label = c.label + tag
-    if cond.simd == "full" or not (c.tool in ("hasher", "b3sum")):
+    if cond.simd == "full" or c.tool not in ("hasher", *tools_with(REFERENCE_HASH)):
         return dataclasses.replace(c, label=label, condition=cond)
     if c.tool == "hasher" and group.path:
         raise PlanError(f"group {group.name!r}: simd {cond.simd!r} needs the hashers `make simd` builds, "
@@ -329,8 +330,8 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
                 if same is not None:
                     runs_as[same] = c.label
                 if g in config.limit_groups:
-                    if c.tool == "fio" and f.size % (c.block_size or 1):
-                        continue  # fio would not read the file's tail: not the same bytes
+                    if c.tool in tools_with(SELF_TIMED) and f.size % (c.block_size or 1):
+                        continue  # it would not read the file's tail (whole blocks only): not the same bytes
                     if source is files[0] and cond == conditions[0]:
                         added.append(c.label)
                 seen[c.label] = g.name

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.catalog.tools import COMMAND, READER, find_tool
+from harness.catalog.tools import COMMAND, READER, REFERENCE_HASH, find_tool, the_tool
 from harness.datasets.dataset import Dataset, manifest_difference, manifest_digest, write_list
 from harness.machine import page_cache as cachemod
 from harness.machine.processes import run_group
@@ -23,13 +23,14 @@ class SetupError(Exception):
 
 
 def required_tools(plan: Plan) -> dict[str, str]:
-    """name -> executable for every tool the plan needs (hyperfine and b3sum always)."""
-    need = {"hyperfine", "b3sum"} | {c.tool for c in plan.commands if c.tool not in ("hasher", READER, COMMAND)}
+    """name -> executable for every tool the plan needs (hyperfine, and the reference hash for the digests)."""
+    reference = the_tool(REFERENCE_HASH)
+    need = {"hyperfine", reference} | {c.tool for c in plan.commands if c.tool not in ("hasher", READER, COMMAND)}
     out = {}
     for name in sorted(need):
         p = find_tool(name)
         if p is None:
-            hint = "run `make deps`" + (" (b3sum goes to .tools/bin)" if name == "b3sum" else "")
+            hint = "run `make deps`" + (f" ({reference} goes to .tools/bin)" if name == reference else "")
             raise SetupError(f"{name} not found on PATH; {hint}")
         out[name] = str(p)
     return out

@@ -48,6 +48,7 @@ from harness.progress import Progress, log
 from harness.pipeline.run_directory import (append_csv_row, finish, finished_at, prepare_new_run,
                             prepare_resume, read_trace_index, record_settings, stopped)
 from harness.machine.signals import EndingSignals, ending_signals_raise
+from harness.catalog.tools import SELF_TIMED, tools_with
 
 MIN_FREE_BYTES = 1 << 20  # below this, results (raw files, rows) may be cut short: stop the sweep
 
@@ -135,7 +136,7 @@ def _fio_inputs(state: RunState) -> Iterator[None]:
     its option parser cannot misread (and fio is told never to create a file)."""
     fds: list[int] = []
     try:
-        for path in sorted({c.file for c in state.plan.commands if c.tool == "fio"}):
+        for path in sorted({c.file for c in state.plan.commands if c.tool in tools_with(SELF_TIMED)}):
             fds.append(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
             state.fio_files[path] = f"/proc/{os.getpid()}/fd/{fds[-1]}"
         yield

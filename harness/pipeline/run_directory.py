@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import stats
+from harness.catalog.tools import REFERENCE_HASH, the_tool
 from harness.conditions.spec import Condition
 from harness.datasets.dataset import Dataset
 from harness.datasets.generate import ensure_dataset
@@ -101,7 +102,7 @@ def prepare_new_run(opts: Options, v: Validated, env: Environment) -> RunState:
         "commands": [c.to_json() for c in plan.commands], "orders": orders, "notes": plan.notes,
     })
     log(f"run directory: {run_dir}")
-    ref = _references(tools["b3sum"], plan.datasets, run_dir, config.run.timeout_s)
+    ref = _references(tools[the_tool(REFERENCE_HASH)], plan.datasets, run_dir, config.run.timeout_s)
     info = sysinfo.sysinfo(files[0].path, config.bin_dir())
     meta = {
         "config": config.to_json(), "options": dataclasses.asdict(opts),
@@ -157,7 +158,7 @@ def prepare_resume(opts: Options, env: Environment) -> RunState | None:
         if not f.copy_of and not f.is_tree and (not Path(f.path).is_file() or Path(f.path).stat().st_size != f.size):
             raise SetupError(f"test file {f.path} is missing or changed size since the run started")
     env.start(plan)
-    ref = _references(tools["b3sum"], files, run_dir, config.run.timeout_s)
+    ref = _references(tools[the_tool(REFERENCE_HASH)], files, run_dir, config.run.timeout_s)
     for f, saved_file in zip(files, meta["files"]):
         if ref[f.path].digest != saved_file["b3sum"]:
             raise SetupError(f"{f.kind} {f.path} changed since the run started (b3sum differs)")

@@ -4,8 +4,9 @@ really slower or a tie). Pure functions of the runs table (`harness.pipeline.res
 median, interval and ratio comes from `harness.stats`.
 
 The speed limit is the fastest plain read of the same bytes in the same run: in each round, the
-lowest time of any read-only command (`READ_TOOLS`: cat, dd, fio, a `[[commands]]` entry with `reads_only`); fio counts by its own read
-runtime, since its wall time includes its start-up. A reader cannot be faster than it by
+lowest time of any read-only command (`READ_TOOLS`: the limit readers of harness/catalog/tools.py, and
+a `[[commands]]` entry with `reads_only`); a self-timed reader (fio) counts by its own read runtime,
+since its wall time includes its start-up. A reader cannot be faster than it by
 construction; a hasher, b3sum or xxhsum that is faster (median of its per-round ratio below 1)
 means the run's readers missed a faster way to read, and is reported as a finding.
 """
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import stats
-from harness.catalog.tools import READ_TOOLS
+from harness.catalog.tools import PLAIN_READ, READ_TOOLS, REFERENCE_HASH, SELF_TIMED, the_tool, tools_with
 from harness.conditions import robust
 from harness.conditions.robust import condition_names, one_condition
 from harness.pipeline.decision import Decision, decide
@@ -36,7 +37,7 @@ INTERVAL_METHOD = "distribution-free order-statistic interval for the median (no
 
 def job_time(runs: Any) -> Any:
     """Seconds each execution took for its job: fio's own read runtime for fio, wall time otherwise."""
-    return runs["fio_runtime_s"].where(runs["tool"] == "fio", runs["wall_s"]).astype("float64")
+    return runs["fio_runtime_s"].where(runs["tool"].isin(tools_with(SELF_TIMED)), runs["wall_s"]).astype("float64")
 
 
 def by_round(runs: Any) -> dict[str, RoundTimes]:
@@ -167,7 +168,7 @@ def blake3_in_memory(runs: Any) -> dict[str, float | None]:
     --num-threads 1` and of `b3sum` (all threads), both with mmap. A figure of its own, not the
     speed limit (which is about reading)."""
     ok = runs[succeeded(runs)]
-    b3 = ok[(ok["tool"] == "b3sum") & (ok["mmap"] == True)]  # noqa: E712 (nullable)
+    b3 = ok[ok["tool"].isin(tools_with(REFERENCE_HASH)) & (ok["mmap"] == True)]  # noqa: E712 (nullable)
     one = b3[b3["num_threads"] == 1]["throughput_Bps"]
     every = b3[b3["num_threads"].isna()]["throughput_Bps"]
     return {"blake3_single_core_Bps": float(one.median()) if len(one) else None,
@@ -322,7 +323,7 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
     h.median = stats.median_interval(mine.values())
     if h.limit:
         h.vs_limit = paired(mine, h.limit.per_round)
-    b3sums = fastest(times, [lbl for lbl, tool in tools.items() if tool == "b3sum"])
+    b3sums = fastest(times, [lbl for lbl, tool in tools.items() if tool in tools_with(REFERENCE_HASH)])
     if b3sums:
         h.b3sum = Versus(b3sums[0][0], paired(mine, times[b3sums[0][0]]))
     if len(hashers) > 1:
@@ -386,8 +387,9 @@ def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None,
         lines.append(f"BLAKE3 in memory:  single core {format_rate(b3['blake3_single_core_Bps'])}, "
                      f"all cores {format_rate(b3['blake3_all_core_Bps'])} (b3sum, mmap; not a limit)")
     lines.append(f"best hasher:       {best(table['tool'] == 'hasher')}")
-    lines.append(f"best b3sum:        {best(table['tool'] == 'b3sum')}")
-    lines.append(f"cat:               {best(table['tool'] == 'cat')}")
+    reference, plain = the_tool(REFERENCE_HASH), the_tool(PLAIN_READ)
+    lines.append(f"{'best ' + reference + ':':<19}{best(table['tool'] == reference)}")
+    lines.append(f"{plain + ':':<19}{best(table['tool'] == plain)}")
     for r in table[table["hash_ok_all"].eq(False).fillna(False)].itertuples():
         lines.append(f"HASH MISMATCH:     {r.label}")
     for r in table[table["failed"] > 0].itertuples():

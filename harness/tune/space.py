@@ -15,6 +15,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from harness.catalog.tools import REFERENCE_HASH, tools_with
 from harness.catalog.knobs import load_knobs, switched_on
 from harness.catalog.variants import REPO_ROOT
 from harness.conditions import robust
@@ -305,7 +306,7 @@ def read_stage(run_dir: Path) -> StageResult:
     started, finished = _parse_time(meta.get("started_at")), _parse_time(meta.get("finished_at"))
     times = verdict.by_round(df)
     first = verdict.one_condition(df)  # the speed limit and b3sum of the first condition
-    b3sums = verdict.fastest(times, list(dict.fromkeys(first.loc[first["tool"] == "b3sum", "label"])))
+    b3sums = verdict.fastest(times, list(dict.fromkeys(first.loc[first["tool"].isin(tools_with(REFERENCE_HASH)), "label"])))
     return StageResult(
         walls=walls, hasher_runs=int((df["tool"] == "hasher").sum()),
         baseline_runs=int((df["tool"] != "hasher").sum()),
