@@ -1,4 +1,5 @@
-"""fio: argv construction lives in plan.py (one grid like every tool); this parses its JSON."""
+"""fio's JSON output: its bandwidth, its own read runtime and the bytes it read (its argv is made by
+its entry in harness/catalog/tools.py, like every tool's)."""
 
 from __future__ import annotations
 
