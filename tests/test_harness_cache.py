@@ -77,7 +77,7 @@ def test_drop_refused_without_root(monkeypatch, tmp_path: Path):
     monkeypatch.setattr(page_cache, "is_root", lambda: False)
     cfg = tmp_path / "c.toml"
     cfg.write_text('[run]\ncache = "cold"\nfile_size = "4K"\n[baselines]\nlimit = false\ncat = true\n')
-    code = main.main(["run", str(cfg), "--dir", str(tmp_path), "--out", str(tmp_path / "r")])
+    code = main(["run", str(cfg), "--dir", str(tmp_path), "--out", str(tmp_path / "r")])
     assert code == 2
     assert not (tmp_path / "r").exists()
 

@@ -246,7 +246,7 @@ def test_cold_mode_needs_root(monkeypatch, tmp_path, capsys):
     from harness.cli.main import main
 
     monkeypatch.setattr(page_cache, "is_root", lambda: False)
-    assert main.main(["tune", "--size", "1M", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    assert main(["tune", "--size", "1M", "--dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
     assert "pass --warm" in capsys.readouterr().err
 
 
