@@ -16,7 +16,7 @@ from harness.stats import CONFIDENCE
 from harness.results import command_stats
 from harness.tools import COMMAND, READER, TOOL_LIST, TOOLS
 from harness.units import format_size
-from harness.variants import VARIANT_LIST
+from harness.variants import VARIANTS
 
 
 GB = 1e9
@@ -43,7 +43,7 @@ ROLES = {
 
 
 # uring_b3sum, the one we ship, takes the family's main blue; the article's variants the others.
-_OURS_ORDER = ["uring_b3sum"] + [v.name for v in VARIANT_LIST if v.name != "uring_b3sum"]
+_OURS_ORDER = ["uring_b3sum"] + [v for v in VARIANTS if v != "uring_b3sum"]
 
 
 def role(tool: str) -> str:

@@ -25,6 +25,7 @@ from analysis.chart_data import (GB, REFERENCE_TOOLS, RUN_COLOURS, Skip, as_ran,
 from harness import verdict  # noqa: E402
 from harness.results import command_stats, succeeded  # noqa: E402
 from harness.units import about_size, format_size  # noqa: E402
+from harness.variants import article_variants  # noqa: E402
 
 
 # --- shared helpers ---
@@ -187,8 +188,9 @@ def default_trace_choice(run: Run) -> list[str]:
     ranked = stats.sort_values("median_s", na_position="last")
     chosen = [ranked["label"].iloc[0], ranked["label"].iloc[-1]]
     knobs = ["block_size", "queue_depth", "buffers", "direct", "file_size"]
-    single = ranked[ranked["variant"] == "liburing_b3sum_singlethread"]
-    multi = ranked[ranked["variant"] == "liburing_b3sum_multithread"]
+    article = article_variants()
+    single = ranked[ranked["variant"] == article.get("singlethread")]
+    multi = ranked[ranked["variant"] == article.get("multithread")]
     if len(single) and len(multi):
         pairs = single.merge(multi, on=knobs, suffixes=("_single", "_multi"))
         if len(pairs):

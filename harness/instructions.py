@@ -12,6 +12,7 @@ from typing import Any
 from harness import results as res
 from harness.check import (IMPROVEMENT, NO_CHANGE, NOT_COMPARABLE, ONLY_CURRENT, REGRESSION, CheckError,
                            InstructionComparison)
+from harness.variants import VariantsError, variant_list
 
 
 INSTRUCTIONS_JSON = "instructions.json"
@@ -20,7 +21,12 @@ INSTRUCTIONS_JSON = "instructions.json"
 INSTRUCTION_FILE_SIZE = 64 << 20
 
 
-INSTRUCTION_VARIANTS = ("liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread")
+def counted_variants(bin_dir: Path) -> tuple[str, ...]:
+    """The variants whose instructions are counted: those that say so of themselves (`counted`)."""
+    try:
+        return tuple(v.name for v in variant_list(bin_dir) if v.counted)
+    except VariantsError as e:
+        raise CheckError(str(e)) from None
 
 
 def perf_works() -> bool:
@@ -54,12 +60,12 @@ def count_instructions(argv: list[str], timeout: float = 300) -> tuple[int, str,
 
 
 def measure_instructions(bin_dir: Path, file: Path, b3sum_hash: str,
-                         variants: tuple[str, ...] = INSTRUCTION_VARIANTS) -> dict[str, Any]:
+                         variants: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Instructions of each hasher at its default knobs hashing `file` (hot: read it first)."""
     file.read_bytes()  # into the page cache; the count does not depend on it, the duration does
     counts: dict[str, int] = {}
     counter = ""
-    for variant in variants:
+    for variant in variants if variants is not None else counted_variants(bin_dir):
         exe = bin_dir / variant
         if not exe.is_file():
             raise CheckError(f"hasher binary {exe} not found; run `make`")

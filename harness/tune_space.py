@@ -20,7 +20,7 @@ from harness import robust, verdict
 from harness.conditions import Condition, ConditionGrid
 from harness.config import load_config, parse_config
 from harness.config_schema import Config
-from harness.variants import REPO_ROOT
+from harness.variants import REPO_ROOT, VariantsError, variant_list
 from harness.knobs import load_knobs, switched_on
 from harness.dataset import Dataset
 from harness.plan import Command, build_plan, estimate, knob_word
@@ -39,8 +39,21 @@ FINAL_ROUNDS = 5
 MIN_FINAL_ROUNDS = 3
 COMPARE_ROUNDS = 10  # tune's winner against the grid's best
 GRID_FRACTION = Fraction(1, 4)  # hasher executions allowed, as a fraction of the full grid's
-DEFAULT_VARIANT = "uring_b3sum"  # the program users run: tuned.options is its best setting
-OPTIONS_NAME = "uring_b3sum.options"
+
+
+def __getattr__(name: str) -> str | None:
+    """DEFAULT_VARIANT: the program users run, the variant that reads a defaults file, where
+    `tune --install` writes its best setting; OPTIONS_NAME: that file's name (None before a build).
+    Asked of the built variants when first imported, as they describe themselves."""
+    if name not in ("DEFAULT_VARIANT", "OPTIONS_NAME"):
+        raise AttributeError(name)
+    try:
+        tuned = next((v for v in variant_list() if v.defaults_file), None)
+    except VariantsError:
+        tuned = None
+    if tuned is None:
+        return None
+    return tuned.name if name == "DEFAULT_VARIANT" else tuned.defaults_file
 
 
 
