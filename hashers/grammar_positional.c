@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* The article's command line: FILE and seven numbers, no options (its variants', or after --positional). */
-
 #include "options_impl.h"
 
 /* FILE and seven numbers, no options: the article's command lines run as they were. */

@@ -95,6 +95,7 @@ struct options {
  * ("variant_info"), from which the harness and the tests take what they need.
  */
 struct variant {
+	/* what it is, for the harness (--knobs-json) */
 	const char *name;		/* the program: its file's name, given by the Makefile */
 	const char *summary;		/* one line, its man page's NAME */
 	enum article_loop { ARTICLE_NONE, ARTICLE_SINGLETHREAD, ARTICLE_MULTITHREAD } article;
@@ -102,6 +103,7 @@ struct variant {
 	bool parallel;			/* reads and hashes at once, on every core (the harness's duration estimate) */
 	bool counted;			/* `ringsum check` counts its instructions: a steady single-threaded hash */
 	const char *defaults_file;	/* its options file in ~/.config/ringsum/ (`ringsum tune --install`), or NULL */
+	/* how the core runs it */
 	bool uses_uring;
 	bool uses_eventfd;		/* the producer sleeps on an eventfd */
 	bool waits_on_completions;	/* its loop may block in the kernel for completions */
