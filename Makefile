@@ -12,6 +12,9 @@ PERF_PACKAGES  := $(if $(filter ubuntu,$(OS_ID)),linux-tools-common linux-tools-
 # is started), sudo for the hosts' non-root users.
 FLEET_APT_PACKAGES := dropbear-bin sudo
 PYTHON         ?= python3
+comma          := ,
+empty          :=
+space          := $(empty) $(empty)
 
 BUILD   := build
 TOOLS   := .tools
@@ -29,14 +32,15 @@ EXTRAS       ?= test,fleet
 INVENTORY    ?= hosts.ini
 CONFIG       ?= configs/quick.toml
 
-# Variant sources (hashers/<variant>.c) and the programs they become.
-VARIANTS := singlethread multithread pread uring_b3sum
-BIN_singlethread := liburing_b3sum_singlethread
-BIN_multithread  := liburing_b3sum_multithread
-BIN_pread        := b3sum_pread
-BIN_uring_b3sum  := uring_b3sum
-CORE     := options ring input threaded pread_loop source trace output progress main
+# Each file hashers/variants/<program>.c is a program, which describes itself there (RINGSUM_VARIANT):
+# a new variant is a new file. Every other hashers/*.c is the core, linked into each program.
+PROGRAMS := $(basename $(notdir $(wildcard hashers/variants/*.c)))
+CORE     := $(basename $(notdir $(wildcard hashers/*.c)))
 HEADERS  := $(wildcard hashers/*.h)
+# The programs with a producer thread (the TSan run's).
+THREADED := $(basename $(notdir $(shell grep -l '^RINGSUM_VARIANT.hash_stream_threaded,' hashers/variants/*.c)))
+# The man page's NAME: the variant's .summary.
+summary   = $(shell sed -n 's/^[[:space:]]*\.summary = "\(.*\)",$$/\1/p' hashers/variants/$(1).c)
 
 LIBURING_VERSION = $(shell dpkg-query -W -f='$${Version}' liburing-dev 2>/dev/null)
 CFLAGS  ?= -O3 -g
@@ -68,7 +72,9 @@ LIB_blake3join := $(BLAKE3_JOIN_LIB)
 NO_SIMD_avx2  := -DBLAKE3_NO_AVX512
 NO_SIMD_sse41 := -DBLAKE3_NO_AVX512 -DBLAKE3_NO_AVX2
 $(foreach l,$(SIMD_LEVELS),$(eval DIR_$(l) := $(BUILD)/simd-$(l))$(eval LIB_$(l) := $(BUILD)/simd-$(l)/blake3/libblake3.a))
-bins = $(foreach v,$(VARIANTS),$(DIR_$(1))/bin/$(BIN_$(v)))
+# A flavour's programs, and its list of them (share/ringsum/variants beside bin/), which the harness and tests read.
+programs = $(foreach p,$(PROGRAMS),$(DIR_$(1))/bin/$(p))
+bins = $(call programs,$(1)) $(DIR_$(1))/share/ringsum/variants
 
 .PHONY: all deps deps-apt docs test test-stress test-sanitize bench sweep fleet wheels lock check-power verify fuzz clean distclean \
 	install uninstall man completions deb b3sum-suite simd
@@ -78,14 +84,17 @@ define compile_rule
 $(DIR_$(1))/obj/%.o: hashers/%.c $(HEADERS) | $(BLAKE3)/blake3.h /usr/include/liburing.h
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $(FLAGS_$(1)) -c $$< -o $$@
-endef
-define link_rule
-$(DIR_$(1))/bin/$(BIN_$(2)): $(DIR_$(1))/obj/$(2).o $(foreach c,$(CORE),$(DIR_$(1))/obj/$(c).o) $(or $(LIB_$(1)),$(BLAKE3_LIB))
+$(DIR_$(1))/obj/variants/%.o: hashers/variants/%.c $(HEADERS) | $(BLAKE3)/blake3.h /usr/include/liburing.h
+	@mkdir -p $$(@D)
+	$$(CC) $$(CFLAGS) $(FLAGS_$(1)) -DRINGSUM_PROGRAM='"$$*"' -c $$< -o $$@
+$(call programs,$(1)): $(DIR_$(1))/bin/%: $(DIR_$(1))/obj/variants/%.o $(foreach c,$(CORE),$(DIR_$(1))/obj/$(c).o) $(or $(LIB_$(1)),$(BLAKE3_LIB))
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS) $(FLAGS_$(1)) $$^ -o $$@ $$(LDLIBS)
+$(DIR_$(1))/share/ringsum/variants: $(call programs,$(1)) Makefile
+	@mkdir -p $$(@D)
+	printf '%s\n' $(PROGRAMS) > $$@
 endef
 $(foreach f,$(FLAVOURS),$(eval $(call compile_rule,$(f))))
-$(foreach f,$(FLAVOURS),$(foreach v,$(VARIANTS),$(eval $(call link_rule,$(f),$(v)))))
 
 # --- the official BLAKE3 C library, from the blake3 crate, built with SIMD assembly and TBB ---
 BLAKE3_C_SRCS := blake3.c blake3_dispatch.c blake3_portable.c
@@ -200,20 +209,15 @@ bashcompdir ?= $(datadir)/bash-completion/completions
 zshcompdir  ?= $(datadir)/zsh/site-functions
 AS_B3SUM    ?= no
 INSTALL     ?= install
-PROGRAMS    := $(foreach v,$(VARIANTS),$(BIN_$(v)))
 # The hashers' version, as --version says it (hashers/ringsum.h): the man pages' and the .deb's.
 VERSION     := $(shell sed -n 's/^\#define RINGSUM_VERSION "\(.*\)"/\1/p' hashers/ringsum.h)
-NAME_uring_b3sum                 := print BLAKE3 hashes of files read through io_uring, as b3sum does
-NAME_liburing_b3sum_singlethread := BLAKE3 hashes read through io_uring, in one thread, as in the article
-NAME_liburing_b3sum_multithread  := BLAKE3 hashes read through io_uring by a producer thread, as in the article
-NAME_b3sum_pread                 := BLAKE3 hashes read with pread(), the baseline of the io_uring hashers
 MAN_PAGES   := $(PROGRAMS:%=$(BUILD)/man/%.1)
 COMPLETIONS := $(PROGRAMS:%=$(BUILD)/completions/bash/%) $(PROGRAMS:%=$(BUILD)/completions/zsh/_%) \
 	       $(BUILD)/completions/bash/b3sum $(BUILD)/completions/zsh/_b3sum
 
 $(BUILD)/man/%.1: $(BUILD)/bin/% | deps-apt
 	@mkdir -p $(@D)
-	help2man --no-info --no-discard-stderr --name='$(NAME_$*)' --version-string='$(VERSION)' ./$< > $@.new
+	help2man --no-info --no-discard-stderr --name='$(call summary,$*)' --version-string='$(VERSION)' ./$< > $@.new
 	mv $@.new $@
 $(BUILD)/completions/bash/b3sum: $(BUILD)/bin/uring_b3sum hashers/completion.py
 	@mkdir -p $(@D)
@@ -232,8 +236,10 @@ man: $(MAN_PAGES)
 completions: $(COMPLETIONS)
 
 install: all man completions
-	$(INSTALL) -d $(DESTDIR)$(bindir) $(DESTDIR)$(man1dir) $(DESTDIR)$(bashcompdir) $(DESTDIR)$(zshcompdir)
+	$(INSTALL) -d $(DESTDIR)$(bindir) $(DESTDIR)$(man1dir) $(DESTDIR)$(bashcompdir) $(DESTDIR)$(zshcompdir) \
+		$(DESTDIR)$(datadir)/ringsum
 	$(INSTALL) -m 755 $(PROGRAMS:%=$(BUILD)/bin/%) $(DESTDIR)$(bindir)/
+	$(INSTALL) -m 644 $(BUILD)/share/ringsum/variants $(DESTDIR)$(datadir)/ringsum/
 	$(INSTALL) -m 644 $(MAN_PAGES) $(DESTDIR)$(man1dir)/
 	$(INSTALL) -m 644 $(PROGRAMS:%=$(BUILD)/completions/bash/%) $(DESTDIR)$(bashcompdir)/
 	$(INSTALL) -m 644 $(PROGRAMS:%=$(BUILD)/completions/zsh/_%) $(DESTDIR)$(zshcompdir)/
@@ -247,7 +253,9 @@ endif
 # Removes what install put there, and b3sum only where it is our link (or its page and completions).
 uninstall:
 	rm -f $(PROGRAMS:%=$(DESTDIR)$(bindir)/%) $(PROGRAMS:%=$(DESTDIR)$(man1dir)/%.1) \
-	      $(PROGRAMS:%=$(DESTDIR)$(bashcompdir)/%) $(PROGRAMS:%=$(DESTDIR)$(zshcompdir)/_%)
+	      $(PROGRAMS:%=$(DESTDIR)$(bashcompdir)/%) $(PROGRAMS:%=$(DESTDIR)$(zshcompdir)/_%) \
+	      $(DESTDIR)$(datadir)/ringsum/variants
+	-rmdir $(DESTDIR)$(datadir)/ringsum 2>/dev/null
 	if [ "$$(readlink $(DESTDIR)$(bindir)/b3sum)" = uring_b3sum ]; then \
 		rm -f $(DESTDIR)$(bindir)/b3sum $(DESTDIR)$(man1dir)/b3sum.1 \
 		      $(DESTDIR)$(bashcompdir)/b3sum $(DESTDIR)$(zshcompdir)/_b3sum; fi
@@ -311,7 +319,7 @@ test-stress: deps all $(call bins,avx2) man completions $(B3SUM_SUITE)/.built $(
 
 test-sanitize: deps $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS)
 	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(PYTEST) tests/test_hashers.py tests/test_uring_b3sum.py tests/test_recursive.py
-	RINGSUM_BIN_DIR=$(DIR_tsan)/bin RINGSUM_VARIANTS=$(BIN_multithread),$(BIN_uring_b3sum) $(PYTEST) tests/test_hashers.py
+	RINGSUM_BIN_DIR=$(DIR_tsan)/bin RINGSUM_VARIANTS=$(subst $(space),$(comma),$(THREADED)) $(PYTEST) tests/test_hashers.py
 
 bench: deps all $(call bins,notrace) $(call bins,blake3join)
 	rm -rf $(BUILD)/bench
@@ -357,7 +365,22 @@ check-power: deps all $(call bins,faults)
 	$(VENV)/bin/python -m harness.check.power --conditions unchanged,depth1,buffered --rounds 5 \
 		--out $(BUILD)/power/io $(POWER_ARGS)
 
-# libFuzzer on the option parser for FUZZ_SECONDS (tests/test_fuzz_options.py builds the target).
+# libFuzzer on the option parser (tests/test_fuzz_options.py has this built): the parser's files, and
+# the variants' table made from their RINGSUM_VARIANT lines, each row named by its file.
+CLANG        ?= $(shell command -v clang-14 || command -v clang)
+OPTION_SRCS  := $(addprefix hashers/,options.c options_help.c grammar_flags.c grammar_positional.c defaults_file.c)
+$(BUILD)/gen/variant_table.h: $(wildcard hashers/variants/*.c)
+	@mkdir -p $(@D)
+	awk 'FNR == 1 { name = FILENAME; sub(/.*\//, "", name); sub(/\.c$$/, "", name) } \
+	     /^RINGSUM_VARIANT\(/ { on = 1; sub(/^RINGSUM_VARIANT\(/, "VARIANT_ROW(\"" name "\", ") } \
+	     on && /^\);/ { print ")"; on = 0 } on { print }' $^ > $@
+$(BUILD)/fuzz/fuzz_options: tests/fuzz/fuzz_options.c $(OPTION_SRCS) $(HEADERS) $(BUILD)/gen/variant_table.h | $(BLAKE3)/blake3.h
+	@mkdir -p $(@D)
+	$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -DBLAKE3_USE_TBB -Wall -Wextra -Werror \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Ihashers -I$(BLAKE3) -I$(BUILD)/gen \
+		'-DRINGSUM_LIBURING_VERSION="fuzz"' tests/fuzz/fuzz_options.c $(OPTION_SRCS) -o $@
+
+# libFuzzer on the option parser for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 300
 fuzz: deps
 	RINGSUM_FUZZ_SECONDS=$(FUZZ_SECONDS) flock "$$($(VENV)/bin/python -m harness.machine.state lock-path)" $(VENV)/bin/python -m pytest -q -s tests/test_fuzz_options.py
@@ -366,7 +389,7 @@ verify: deps-apt
 	bash hashers/model/verify.sh
 
 clean:
-	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/blake3 $(BUILD)/tests $(BUILD)/fuzz $(foreach f,$(filter-out release,$(FLAVOURS)),$(DIR_$(f)))
+	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/share $(BUILD)/gen $(BUILD)/blake3 $(BUILD)/tests $(BUILD)/fuzz $(foreach f,$(filter-out release,$(FLAVOURS)),$(DIR_$(f)))
 
 distclean:
 	rm -rf $(BUILD) $(TOOLS) $(VENV)

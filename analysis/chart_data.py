@@ -13,12 +13,12 @@ from matplotlib.patches import Patch
 from analysis.load import Run
 from harness.catalog.tools import (COMMAND, OTHER_HASH, PLAIN_READ, READ_TOOLS, READER, REFERENCE_HASH, TOOL_LIST, TOOLS,
                                    the_tool, tools_with)
-from harness.catalog.variants import VARIANT_LIST
 from harness.pipeline import decision
 from harness.pipeline import verdict
 from harness.pipeline.results import command_stats
 from harness.stats import CONFIDENCE
 from harness.units import format_size
+from harness.catalog.variants import VARIANTS
 
 
 GB = 1e9
@@ -45,7 +45,7 @@ ROLES = {
 
 
 # uring_b3sum, the one we ship, takes the family's main blue; the article's variants the others.
-_OURS_ORDER = ["uring_b3sum"] + [v.name for v in VARIANT_LIST if v.name != "uring_b3sum"]
+_OURS_ORDER = ["uring_b3sum"] + [v for v in VARIANTS if v != "uring_b3sum"]
 
 
 def role(tool: str) -> str:

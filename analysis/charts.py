@@ -26,6 +26,7 @@ from harness.catalog.tools import READ_TOOLS, SELF_TIMED, tools_with
 from harness.pipeline import verdict
 from harness.pipeline.results import command_stats, succeeded  # noqa: E402
 from harness.units import about_size, format_size  # noqa: E402
+from harness.catalog.variants import article_variants  # noqa: E402
 
 
 # --- shared helpers ---
@@ -188,8 +189,9 @@ def default_trace_choice(run: Run) -> list[str]:
     ranked = stats.sort_values("median_s", na_position="last")
     chosen = [ranked["label"].iloc[0], ranked["label"].iloc[-1]]
     knobs = ["block_size", "queue_depth", "buffers", "direct", "file_size"]
-    single = ranked[ranked["variant"] == "liburing_b3sum_singlethread"]
-    multi = ranked[ranked["variant"] == "liburing_b3sum_multithread"]
+    article = article_variants()
+    single = ranked[ranked["variant"] == article.get("singlethread")]
+    multi = ranked[ranked["variant"] == article.get("multithread")]
     if len(single) and len(multi):
         pairs = single.merge(multi, on=knobs, suffixes=("_single", "_multi"))
         if len(pairs):

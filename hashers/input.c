@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* A file's way through the ring: opened by the producer, finished by the consumer, in order. */
+/*
+ * A file's way through the ring: opened by the producer, finished by the consumer,
+ * in order. The ring calls in here; nothing here calls the ring.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -94,7 +97,7 @@ static int hash_from_memory(const struct ring *r, struct input *in)
 	mapped_file_lost_pages = 0;
 	sigaction(SIGBUS, &sa, &old);
 	/* the whole file at once, every core: a window at a time would wait for the slowest task of each */
-	hash_mapped(&in->hasher, map, size, r->knobs.stage_size, r->knobs.stage_copy, r->knobs.map_release);
+	hash_mapped(&in->hasher, map, size, r->cfg->knobs.stage_size, r->cfg->knobs.stage_copy, r->cfg->knobs.map_release);
 	sigaction(SIGBUS, &old, NULL);
 	munmap(map, size);
 	return mapped_file_lost_pages ? -ERR_FILE_CHANGED : 0;
@@ -149,22 +152,22 @@ static int classify(struct input *in)
 
 static const char *hashing_name(const struct ring *r, const struct input *in)
 {
-	if (in->from_memory || r->hashing == HASH_PARALLEL)
+	if (in->from_memory || r->cfg->hashing == HASH_PARALLEL)
 		return "parallel";
-	return r->hashing == HASH_WHEN_BEHIND ? "when-behind" : "serial";
+	return r->cfg->hashing == HASH_WHEN_BEHIND ? "when-behind" : "serial";
 }
 
 static void say_how(const struct ring *r, const struct input *in)
 {
 	if (in->from_memory)
-		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, every core)\n", r->prog, in->path);
+		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, every core)\n", r->cfg->prog, in->path);
 	else if (!r->have_uring)
-		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)\n", r->prog, in->path, r->knobs.block_size);
+		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)\n", r->cfg->prog, in->path, r->cfg->knobs.block_size);
 	else
 		fprintf(stderr, "%s: %s: reading %sthrough the io_uring ring (%zu%s blocks, %u deep, %u buffers%s)\n",
-			r->prog, in->path, in->stream ? "a stream, one read at a time, " : "",
-			r->knobs.block_size % 1024 ? r->knobs.block_size : r->knobs.block_size >> 10,
-			r->knobs.block_size % 1024 ? "-byte" : "K", r->knobs.queue_depth, r->nr_cells,
+			r->cfg->prog, in->path, in->stream ? "a stream, one read at a time, " : "",
+			r->cfg->knobs.block_size % 1024 ? r->cfg->knobs.block_size : r->cfg->knobs.block_size >> 10,
+			r->cfg->knobs.block_size % 1024 ? "-byte" : "K", r->cfg->knobs.queue_depth, r->cfg->nr_cells,
 			in->direct ? ", O_DIRECT" : "");
 }
 
@@ -176,22 +179,22 @@ static void report_effective(const struct ring *r, const struct input *in)
 	char depth[16] = "null";	/* the pread loop has none */
 
 	if (r->have_uring)
-		snprintf(depth, sizeof(depth), "%u", r->knobs.queue_depth);
+		snprintf(depth, sizeof(depth), "%u", r->cfg->knobs.queue_depth);
 	fprintf(r->effective, "{\"index\": %u, \"path\": \"%s\", \"block_size\": %zu, \"queue_depth\": %s, "
 		"\"buffers\": %u, \"direct\": %s, \"huge_pages\": %s, \"hashing\": \"%s\", \"hash_threads\": %u, "
-		"\"ring_bytes\": %llu, \"parallel_bytes\": %llu}\n", r->consumer_input, path, r->knobs.block_size,
-		depth, r->nr_cells, in->direct ? "true" : "false",
-		r->knobs.huge_pages && r->huge_pages_advised && !in->from_memory ? "true" : "false",
-		hashing_name(r, in), in->from_memory || r->hashing != HASH_SERIAL ? r->hash_threads : 1,
+		"\"ring_bytes\": %llu, \"parallel_bytes\": %llu}\n", r->consumer_input, path, r->cfg->knobs.block_size,
+		depth, r->cfg->nr_cells, in->direct ? "true" : "false",
+		r->cfg->knobs.huge_pages && r->huge_pages_advised && !in->from_memory ? "true" : "false",
+		hashing_name(r, in), in->from_memory || r->cfg->hashing != HASH_SERIAL ? r->cfg->hash_threads : 1,
 		(unsigned long long)in->ring_bytes, (unsigned long long)in->parallel_bytes);
 }
 
 /* 0 is "a block": the default, so that a sweep passing every knob keeps it. */
 static uint64_t direct_min(const struct ring *r)
 {
-	uint64_t min = r->knobs.direct_min;
+	uint64_t min = r->cfg->knobs.direct_min;
 
-	return min && min < r->knobs.block_size ? min : r->knobs.block_size;
+	return min && min < r->cfg->knobs.block_size ? min : r->cfg->knobs.block_size;
 }
 
 static int open_input(struct ring *r, struct input *in, unsigned index)
@@ -200,7 +203,7 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	int ret;
 
 	if (!strcmp(in->path, "-")) {
-		if (r->keyed)
+		if (r->cfg->keyed)
 			return -ERR_KEYED_STDIN;
 		in->fd = STDIN_FILENO;
 		in->borrowed_fd = true;
@@ -214,7 +217,7 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	if ((ret = classify(in)) < 0)
 		return ret;
 	regular = S_ISREG(in->st.st_mode) && !in->borrowed_fd;
-	cached = regular && r->path_choice != PATH_MEMORY && !r->knobs.direct && mostly_cached(in->fd, in->size);
+	cached = regular && r->cfg->path_choice != PATH_MEMORY && !r->cfg->knobs.direct && mostly_cached(in->fd, in->size);
 	/*
 	 * Asking for O_DIRECT is asking for the ring: auto only takes the page
 	 * cache without it, and not for a file under --memory-min, where mapping,
@@ -223,41 +226,39 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	 * and 1 MiB L2 per core: through the ring / from memory 0.36 at 64K, 0.62
 	 * at 256K, 1.04 at 512K, 1.51 at 1M on 2 cores; 0.77, 0.91, 1.00, 1.12 on one.
 	 */
-	in->from_memory = regular && (r->path_choice == PATH_MEMORY ||
-				      (r->path_choice == PATH_AUTO && !r->knobs.direct && in->size >= r->knobs.memory_min && cached));
+	in->from_memory = regular && (r->cfg->path_choice == PATH_MEMORY ||
+				      (r->cfg->path_choice == PATH_AUTO && !r->cfg->knobs.direct && in->size >= r->cfg->knobs.memory_min && cached));
 	/*
 	 * A cold file read into the page cache costs a fresh page per 4K, and in a
 	 * VM with free page reporting each fresh page can fault in the host too:
 	 * O_DIRECT into the ring's own buffers skips both (docs/cold-path.md).
 	 */
 	in->direct = !in->stream && !in->from_memory &&
-		     (r->knobs.direct || (r->direct_when_cold && regular && in->size >= direct_min(r) && !cached));
+		     (r->cfg->knobs.direct || (r->cfg->direct_when_cold && regular && in->size >= direct_min(r) && !cached));
 	/* F_SETFL sets every flag it can change: this clears O_NONBLOCK. */
 	if (!in->borrowed_fd && fcntl(in->fd, F_SETFL, in->direct ? O_DIRECT : 0)) {
 		if (errno != EINVAL || !in->direct)
 			return -errno;
-		if (r->knobs.direct)
+		if (r->cfg->knobs.direct)
 			return -ERR_DIRECT_UNSUPPORTED;
 		in->direct = false;	/* O_DIRECT when cold is a preference: this filesystem reads buffered */
 		if (fcntl(in->fd, F_SETFL, 0))
 			return -errno;
 	}
-	if (in->direct)
-		ring_use_huge_pages(r);
-	in->rw_flags = r->knobs.dontcache && regular && !in->direct && !in->stream ? RWF_DONTCACHE : 0;
-	if (r->verbose)
+	in->rw_flags = r->cfg->knobs.dontcache && regular && !in->direct && !in->stream ? RWF_DONTCACHE : 0;
+	if (r->cfg->verbose)
 		say_how(r, in);
 	in->opened = true;
 	if (in->from_memory)
 		return 0;
 	/* Buffered reads live on readahead: saying the file is read in order doubles its window. */
-	if (r->knobs.fadvise_sequential && !in->direct && !in->stream)
+	if (r->cfg->knobs.fadvise_sequential && !in->direct && !in->stream)
 		posix_fadvise(in->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	if (r->knobs.iopoll)
+	if (r->cfg->knobs.iopoll)
 		return in->stream ? -ERR_NOT_POLLABLE : check_pollable(&in->st);
-	if (r->knobs.fixed_file) {
+	if (r->cfg->knobs.fixed_file) {
 		/* Fewer files than cells + 1 can be between the heads, so their slots never collide. */
-		in->fixed_slot = index % (r->nr_cells + 1);
+		in->fixed_slot = index % (r->cfg->nr_cells + 1);
 		return io_uring_register_files_update(&r->uring, in->fixed_slot, &in->fd, 1) < 0 ? -EBADF : 0;
 	}
 	return 0;
@@ -276,20 +277,20 @@ void input_open(struct ring *r, struct input *in, unsigned index)
 	if (!in->error && in->stream)
 		in->nr_blocks = UINT64_MAX;
 	else if (!in->error && !in->from_memory && in->size > 0)
-		in->nr_blocks = (in->size + r->knobs.block_size - 1) / r->knobs.block_size;
+		in->nr_blocks = (in->size + r->cfg->knobs.block_size - 1) / r->cfg->knobs.block_size;
 }
 
 size_t block_length(const struct ring *r, const struct input *in, uint64_t block)
 {
-	uint64_t offset = block * r->knobs.block_size;
+	uint64_t offset = block * r->cfg->knobs.block_size;
 
 	if (in->error || in->from_memory)
 		return 0;
 	if (in->stream)
-		return r->knobs.block_size;
+		return r->cfg->knobs.block_size;
 	if (offset >= in->size)
 		return 0;
-	return in->size - offset < r->knobs.block_size ? in->size - offset : r->knobs.block_size;
+	return in->size - offset < r->cfg->knobs.block_size ? in->size - offset : r->cfg->knobs.block_size;
 }
 
 /* b3sum reads to end of file: a file whose size undercounts its data must not get a hash. */
@@ -336,23 +337,23 @@ static void print_result(struct ring *r, struct input *in)
 	if (in->error) {
 		r->failed_inputs++;
 		if (is_line_error(in->error))
-			print_line_error(r->prog, in->error);
+			print_line_error(r->cfg->prog, in->error);
 		else if (in->checking)
 			print_check_failure(in->shown, in->error);
 		else
-			print_error(r->prog, in->path, in->error);
+			print_error(r->cfg->prog, in->path, in->error);
 		return;
 	}
 	if (!in->checking) {
-		print_hash(&r->format, in->path, &in->hasher);
+		print_hash(&r->cfg->format, in->path, &in->hasher);
 		return;
 	}
 	/* b3sum compares the output at --seek */
-	blake3_hasher_finalize_seek(&in->hasher, r->format.seek, hash, BLAKE3_OUT_LEN);
+	blake3_hasher_finalize_seek(&in->hasher, r->cfg->format.seek, hash, BLAKE3_OUT_LEN);
 	match = !memcmp(hash, in->expected, BLAKE3_OUT_LEN);
 	if (!match)
 		r->failed_inputs++;
-	if (!match || !r->quiet)
+	if (!match || !r->cfg->quiet)
 		print_check(in->shown, match ? "OK" : "FAILED");
 }
 

@@ -79,11 +79,11 @@ static void fail_unfinished(struct ring *r, int err)
 	struct input *in;
 
 	for (unsigned i = r->consumer_input; i < atomic_load(&r->nr_inputs); i++)
-		print_error(r->prog, input_at(r, i)->path, err);
+		print_error(r->cfg->prog, input_at(r, i)->path, err);
 	r->producer_input = atomic_load(&r->nr_inputs);
 	while ((in = ring_next_input(r))) {
 		if (!in->error)
-			print_error(r->prog, in->path, err);
+			print_error(r->cfg->prog, in->path, err);
 		r->producer_input++;
 	}
 }
@@ -97,7 +97,7 @@ static int hash_all(struct ring *r, const struct options *opts, const struct var
 
 	if (r->fallback_reason && opts->verbose) {
 		describe_uring_failure(reason, sizeof(reason), r->fallback_reason);
-		fprintf(stderr, "%s: %s; reading with pread() instead\n", r->prog, reason);
+		fprintf(stderr, "%s: %s; reading with pread() instead\n", r->cfg->prog, reason);
 	}
 	ring_start(r, &source);
 	ret = (r->have_uring || !v->uses_uring ? v->hash_stream : hash_stream_pread)(r);
@@ -115,7 +115,7 @@ static int hash_all(struct ring *r, const struct options *opts, const struct var
 		status = 1;
 	} else if (opts->check && r->failed_inputs) {
 		fprintf(stderr, "%s: WARNING: %u computed checksum%s did NOT match\n",
-			r->prog, r->failed_inputs, r->failed_inputs == 1 ? "" : "s");
+			r->cfg->prog, r->failed_inputs, r->failed_inputs == 1 ? "" : "s");
 	}
 	source_close(&source);
 	return status;
@@ -124,6 +124,7 @@ static int hash_all(struct ring *r, const struct options *opts, const struct var
 int ringsum_main(int argc, char **argv, const struct variant *v)
 {
 	struct options opts;
+	struct ring_config config;
 	struct ring ring;
 	int ret, status;
 
@@ -136,7 +137,7 @@ int ringsum_main(int argc, char **argv, const struct variant *v)
 	}
 	if (opts.num_threads)
 		hash_limit_threads(opts.num_threads);
-	ret = ring_setup(&ring, &opts, v);
+	ret = ring_setup(&ring, &config, &opts, v);
 	if (ret < 0) {
 		print_setup_error(opts.prog, ret);
 		ring_teardown(&ring);

@@ -17,299 +17,21 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <dirent.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/uio.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "ringsum.h"
+#include "faults.h"
 
 /* A request that keeps failing transiently this often without progress is an error, not a hang. */
 #define MAX_RETRIES 1000
 
-#ifdef RINGSUM_FAULTS
-/*
- * Test builds only: RINGSUM_FAULTS="short:3,eagain:5,eintr:6,ecanceled:7,eio:9"
- * replaces the result of the Nth completion of each file (short: half the bytes, if more than one).
- * The regressions that `ringsum check` must catch (docs/regression-check.md):
- * slow:P spends P% more time, busy, as slower code would; depth:N ignores --queue-depth
- * and keeps at most N reads unfinished; buffered:1 drops O_DIRECT; tick:MS redraws
- * --progress every MS milliseconds (0: after every block and file), so tests need no timing;
- * readlag:MS waits before every read is queued (a slow disk), hashlag:MS before every block
- * is hashed (a slow core), so a test can put the reads behind the hashing or ahead of it.
- * Without the variable, a file `ringsum-faults` beside the binary holds the spec: one run can
- * then time several injected builds side by side (harness/check/power.py).
- */
-static struct timespec process_start;
-
-/* slow:P is a share of the whole run, start-up included, as a user times it. */
-__attribute__((constructor)) static void note_process_start(void)
+/* The producer opens each file; the buffers then follow what it chose (opened: past every check of the open). */
+void ring_open_input(struct ring *r, struct input *in, unsigned index)
 {
-	clock_gettime(CLOCK_MONOTONIC, &process_start);
-}
-
-static const char *fault_spec(char *buf, size_t size)
-{
-	const char *spec = getenv("RINGSUM_FAULTS");
-	char exe[4096];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 32);
-	FILE *f;
-
-	if (spec || len <= 0)
-		return spec;
-	exe[len] = '\0';
-	strcpy(strrchr(exe, '/') + 1, "ringsum-faults");
-	f = fopen(exe, "re");
-	if (!f)
-		return NULL;
-	spec = fgets(buf, size, f);
-	fclose(f);
-	return spec;
-}
-
-static void parse_faults(struct ring *r)
-{
-	static const struct { const char *name; int res; } kinds[] = {
-		{ "short", 0 }, { "eagain", -EAGAIN }, { "eintr", -EINTR },
-		{ "ecanceled", -ECANCELED }, { "eio", -EIO },
-	};
-	char buf[256];
-	const char *spec = fault_spec(buf, sizeof(buf));
-	char name[16];
-	unsigned long long n;
-	int used;
-
-	r->fault_start = process_start;
-	while (spec && r->nr_faults < 16 && sscanf(spec, "%15[a-z]:%llu%n", name, &n, &used) == 2) {
-		for (unsigned i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-			if (!strcmp(name, kinds[i].name))
-				r->faults[r->nr_faults++] = (struct fault){ n, kinds[i].res };
-		if (!strcmp(name, "slow"))
-			r->slow_percent = n;
-		else if (!strcmp(name, "depth") && n > 0 && n < r->knobs.queue_depth)
-			r->knobs.queue_depth = n;
-		else if (!strcmp(name, "tick"))
-			r->progress.interval_ns = n * 1000000;
-		else if (!strcmp(name, "buffered") && n)
-			r->knobs.direct = r->direct_when_cold = false;
-		else if (!strcmp(name, "readlag"))
-			r->read_lag_ms = n;
-		else if (!strcmp(name, "hashlag"))
-			r->hash_lag_ms = n;
-		spec += used + (spec[used] == ',');
-	}
-}
-
-static int inject_fault(struct ring *r, struct input *in, int res)
-{
-	for (unsigned i = 0; i < r->nr_faults; i++)
-		if (r->faults[i].completion == in->completions && res > 0)
-			return r->faults[i].res ? r->faults[i].res : res > 1 ? res / 2 : res;
-	return res;
-}
-
-static double seconds_since(const struct timespec *start)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - start->tv_sec) + (now.tv_nsec - start->tv_nsec) / 1e9;
-}
-
-static void inject_lag(unsigned ms)
-{
-	struct timespec lag = { ms / 1000, ms % 1000 * 1000000L };
-
-	while (ms && nanosleep(&lag, &lag) && errno == EINTR)
-		;
-}
-
-/* Busy, not asleep: a slower hash or copy costs CPU time too. */
-static void inject_slowdown(struct ring *r)
-{
-	double until = seconds_since(&r->fault_start) * (1 + r->slow_percent / 100.0);
-
-	while (r->slow_percent && seconds_since(&r->fault_start) < until)
-		;
-}
-#else
-static void parse_faults(struct ring *r) { (void)r; }
-static int inject_fault(struct ring *r, struct input *in, int res) { (void)r; (void)in; return res; }
-static void inject_slowdown(struct ring *r) { (void)r; }
-#define inject_lag(ms) ((void)0)
-#endif
-
-static const unsigned droppable_setup_flags[] = {
-	IORING_SETUP_DEFER_TASKRUN,
-	IORING_SETUP_SINGLE_ISSUER,
-	IORING_SETUP_TASKRUN_FLAG,
-	IORING_SETUP_COOP_TASKRUN,
-};
-
-static int setup_uring(struct ring *r, unsigned flags)
-{
-	struct io_uring_params p;
-	unsigned i = 0;
-	int ret;
-
-	for (;;) {
-		memset(&p, 0, sizeof(p));
-		p.flags = flags;
-		p.sq_thread_idle = 100;	/* ms before the SQPOLL thread sleeps */
-		ret = io_uring_queue_init_params(r->knobs.queue_depth, &r->uring, &p);
-		if (ret != -EINVAL || i == sizeof(droppable_setup_flags) / sizeof(droppable_setup_flags[0]))
-			return ret;
-		flags &= ~droppable_setup_flags[i++];
-	}
-}
-
-static int register_buffers(struct ring *r)
-{
-	struct iovec *iov = calloc(r->nr_cells, sizeof(*iov));
-	int ret;
-
-	if (!iov)
-		return -ENOMEM;
-	for (unsigned i = 0; i < r->nr_cells; i++)
-		iov[i] = (struct iovec){ .iov_base = r->cells[i].buf, .iov_len = r->knobs.block_size };
-	ret = io_uring_register_buffers(&r->uring, iov, r->nr_cells);
-	free(iov);
-	return ret;
-}
-
-int ring_setup(struct ring *r, const struct options *opts, const struct variant *v)
-{
-	size_t bytes;
-	int ret;
-
-	memset(r, 0, sizeof(*r));
-	r->eventfd = -1;
-	r->knobs = opts->knobs;
-	knobs_for_variant(&r->knobs, v);
-	r->direct_when_cold = v->direct_when_cold && !r->knobs.direct && !r->knobs.buffered &&
-			      r->knobs.block_size % DIRECT_ALIGN == 0;
-	r->nr_cells = v->uses_uring ? opts->knobs.buffers : 1;
-	r->hash_threads = hash_max_threads();
-	r->hashing = r->knobs.parallel_hash ? HASH_PARALLEL :
-		     v->hashes_when_behind && !r->knobs.serial_hash && r->hash_threads > 1 && r->nr_cells > 1 ?
-		     HASH_WHEN_BEHIND : HASH_SERIAL;
-	r->prog = opts->prog;
-	progress_init(&r->progress, opts);
-	r->path_choice = v->chooses_path && !opts->no_mmap ? opts->path_choice : PATH_RING;
-	r->verbose = opts->verbose;
-	r->quiet = opts->quiet;
-	r->keyed = opts->keyed;
-	r->format = opts->format;
-	r->sqe_flags = (r->knobs.drain ? IOSQE_IO_DRAIN : 0) | (r->knobs.link ? IOSQE_IO_LINK : 0);
-
-	if (__builtin_mul_overflow(r->knobs.block_size, (size_t)r->nr_cells, &bytes))
-		return -ENOMEM;
-	ret = posix_memalign((void **)&r->memory, r->knobs.huge_pages ? HUGE_PAGE_SIZE : DIRECT_ALIGN, bytes);
-	if (ret)
-		return -ret;
-	r->cells = calloc(r->nr_cells, sizeof(*r->cells));
-	r->nr_slots = r->nr_cells + 1;
-	r->inputs = calloc(r->nr_slots, sizeof(*r->inputs));
-	if (!r->cells || !r->inputs)
-		return -ENOMEM;
-	for (unsigned i = 0; i < r->nr_slots; i++)
-		r->inputs[i].fd = -1;
-	for (unsigned i = 0; i < r->nr_cells; i++)
-		r->cells[i].buf = r->memory + (size_t)i * r->knobs.block_size;
-
-	parse_faults(r);
-	if (!v->uses_uring)
-		return 0;
-	ret = setup_uring(r, v->setup_flags | (r->knobs.sqpoll ? IORING_SETUP_SQPOLL : 0) |
-			  (r->knobs.iopoll ? IORING_SETUP_IOPOLL : 0));
-	/* Forbidden (seccomp, io_uring_disabled) or absent: the same hashes from pread(), one cell. */
-	if (v->falls_back && (ret == -ENOSYS || ret == -EPERM)) {
-		r->fallback_reason = ret;
-		r->nr_cells = 1;
-		r->hashing = r->knobs.parallel_hash ? HASH_PARALLEL : HASH_SERIAL;	/* one cell: no next block */
-		r->knobs.fixed_buffers = r->knobs.fixed_file = r->knobs.iopoll = false;
-		return 0;
-	}
-	if (ret < 0)
-		return ret;
-	r->have_uring = true;
-	if (r->knobs.fixed_buffers && (ret = register_buffers(r)) < 0)
-		return ret;
-	/* Files with blocks in the ring, and the one being opened, each need a slot. */
-	if (r->knobs.fixed_file && (ret = io_uring_register_files_sparse(&r->uring, r->nr_cells + 1)) < 0)
-		return ret;
-	if (v->uses_eventfd) {
-		r->eventfd = eventfd(0, EFD_CLOEXEC);
-		if (r->eventfd < 0)
-			return -errno;
-		ret = io_uring_register_eventfd(&r->uring, r->eventfd);
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
-}
-
-/*
- * An O_DIRECT read becomes one segment per physically contiguous piece of its
- * buffer: with 4K pages a virtio disk's 254 segments cap a request near 1M,
- * with 2M pages at its 4M max_sectors. Only once a file is read with O_DIRECT:
- * many small buffered files touch 4K of a cell, not a 2M page each. Refused
- * (THP off): 4K pages, as without it.
- */
-void ring_use_huge_pages(struct ring *r)
-{
-	if (r->knobs.huge_pages && !r->huge_pages_advised)
-		madvise(r->memory, r->knobs.block_size * r->nr_cells, MADV_HUGEPAGE);
-	r->huge_pages_advised = true;
-}
-
-void ring_teardown(struct ring *r)
-{
-	inject_slowdown(r);
-	if (r->have_uring)
-		io_uring_queue_exit(&r->uring);
-	if (r->eventfd >= 0)
-		close(r->eventfd);
-	for (unsigned i = 0; r->inputs && i < r->nr_slots; i++)
-		input_free(&r->inputs[i]);
-	free(r->inputs);
-	free(r->cells);
-	free(r->memory);
-}
-
-/* Descriptors already open, so that the files opened ahead stay under RLIMIT_NOFILE. */
-static unsigned count_open_fds(void)
-{
-	DIR *dir = opendir("/proc/self/fd");
-	unsigned n = 0;
-
-	if (!dir)
-		return 64;
-	while (readdir(dir))
-		n++;
-	closedir(dir);
-	return n > 3 ? n - 3 : 0;	/* ., .. and the directory's own */
-}
-
-/*
- * Never fail a file for EMFILE: the producer opens a file only while fewer
- * than this are open, leaving room for a checksum file, the trace and a spare.
- */
-static unsigned max_open_files(void)
-{
-	struct rlimit limit;
-	rlim_t used = count_open_fds() + 3;
-
-	if (getrlimit(RLIMIT_NOFILE, &limit) || limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur > UINT32_MAX)
-		return UINT32_MAX;
-	return limit.rlim_cur > used + 1 ? limit.rlim_cur - used : 1;
+	input_open(r, in, index);
+	if (in->direct && in->opened)
+		ring_use_huge_pages(r);
 }
 
 void ring_start(struct ring *r, struct source *source)
@@ -318,7 +40,7 @@ void ring_start(struct ring *r, struct source *source)
 	atomic_store(&r->nr_inputs, 0);
 	atomic_store(&r->source_done, false);
 	atomic_store(&r->open_files, 0);
-	r->max_open_files = max_open_files();
+	r->max_open_files = open_files_allowed();
 	r->producer_input = 0;
 	r->producer_block = 0;
 	r->producer_head = 0;
@@ -330,7 +52,7 @@ void ring_start(struct ring *r, struct source *source)
 	atomic_store(&r->in_flight, 0);
 	atomic_store(&r->reaped, 0);
 	atomic_store(&r->error, 0);
-	for (unsigned i = 0; i < r->nr_cells; i++)
+	for (unsigned i = 0; i < r->cfg->nr_cells; i++)
 		atomic_store(&r->cells[i].state, CELL_CONSUMED);
 }
 
@@ -431,7 +153,7 @@ static struct io_uring_sqe *get_sqe(struct ring *r)
 /* Queue a read of what the cell still lacks; with O_DIRECT it stays aligned. */
 static int queue_read(struct ring *r, struct cell *c)
 {
-	int fd = r->knobs.fixed_file ? (int)c->input->fixed_slot : c->input->fd;
+	int fd = r->cfg->knobs.fixed_file ? (int)c->input->fixed_slot : c->input->fd;
 	struct io_uring_sqe *sqe = get_sqe(r);
 	size_t start = c->got, end = c->want;
 	/* A stream is read where it stands (offset -1), one read at a time. */
@@ -439,20 +161,20 @@ static int queue_read(struct ring *r, struct cell *c)
 
 	if (!sqe)
 		return -EBUSY;
-	inject_lag(r->read_lag_ms);
+	fault_lag_read();
 	if (c->input->direct) {
 		start &= ~(size_t)(DIRECT_ALIGN - 1);
 		end = (end + DIRECT_ALIGN - 1) & ~(size_t)(DIRECT_ALIGN - 1);
 		c->got = start;
 		offset = c->offset + start;
 	}
-	if (r->knobs.fixed_buffers)
+	if (r->cfg->knobs.fixed_buffers)
 		io_uring_prep_read_fixed(sqe, fd, c->buf + start, end - start, offset, c - r->cells);
 	else
 		io_uring_prep_read(sqe, fd, c->buf + start, end - start, offset);
 	io_uring_sqe_set_data(sqe, c);
 	sqe->rw_flags = c->input->rw_flags;
-	sqe->flags |= r->sqe_flags | (r->knobs.fixed_file ? IOSQE_FIXED_FILE : 0);
+	sqe->flags |= r->cfg->sqe_flags | (r->cfg->knobs.fixed_file ? IOSQE_FIXED_FILE : 0);
 	r->last_sqe = sqe;
 	set_in_flight(r, ring_in_flight(r) + 1);
 	return 0;
@@ -487,7 +209,7 @@ bool ring_can_request(struct ring *r)
 {
 	struct input *in;
 
-	if (ring_in_flight(r) >= r->knobs.queue_depth ||
+	if (ring_in_flight(r) >= r->cfg->knobs.queue_depth ||
 	    atomic_load(&cell_of(r, r->producer_head)->state) != CELL_CONSUMED)
 		return false;
 	/* A new file waits for a descriptor; one already open always has its turn. */
@@ -514,9 +236,9 @@ int ring_request(struct ring *r)
 		struct cell *c = cell_of(r, r->producer_head);
 
 		if (r->producer_block == 0)
-			input_open(r, in, r->producer_input);
+			ring_open_input(r, in, r->producer_input);
 		c->input = in;
-		c->offset = r->producer_block * r->knobs.block_size;
+		c->offset = r->producer_block * r->cfg->knobs.block_size;
 		c->want = block_length(r, in, r->producer_block);
 		c->got = 0;
 		c->retries = 0;
@@ -543,11 +265,11 @@ int ring_request(struct ring *r)
 /* and_wait: also wait for a completion in the same system call, if one can come. */
 int ring_submit(struct ring *r, bool and_wait)
 {
-	unsigned wait_nr = and_wait && r->knobs.submit_and_wait && ring_in_flight(r) > 0;
+	unsigned wait_nr = and_wait && r->cfg->knobs.submit_and_wait && ring_in_flight(r) > 0;
 	int ret, tries = 0;
 
 	/* A chain ends with its submission: a link flag on the last read would join the next batch. */
-	if (r->knobs.link && r->last_sqe)
+	if (r->cfg->knobs.link && r->last_sqe)
 		r->last_sqe->flags &= ~IOSQE_IO_LINK;
 	r->last_sqe = NULL;
 	do {
@@ -567,7 +289,7 @@ static int complete_read(struct ring *r, struct cell *c, int res)
 	int err = 0;
 
 	in->completions++;
-	res = inject_fault(r, in, res);
+	res = fault_result(in, res);
 	if ((res == -EAGAIN || res == -EINTR || res == -ECANCELED) && ++c->retries <= MAX_RETRIES)
 		return queue_read(r, c);
 	if (in->stream) {
@@ -659,11 +381,11 @@ void ring_drain(struct ring *r)
 static void hash_block(struct ring *r, struct cell *c)
 {
 	struct cell *next = cell_of(r, r->consumer_head + 1);
-	bool adapts = r->hashing == HASH_WHEN_BEHIND && c->want >= PARALLEL_HASH_MIN;
-	bool parallel = r->hashing == HASH_PARALLEL;
+	bool adapts = r->cfg->hashing == HASH_WHEN_BEHIND && c->want >= PARALLEL_HASH_MIN;
+	bool parallel = r->cfg->hashing == HASH_PARALLEL;
 	size_t done = 0, piece, left;
 
-	inject_lag(r->hash_lag_ms);
+	fault_lag_hash();
 	while (done < c->want) {
 		if (adapts && !parallel && cell_state(next) == CELL_AVAILABLE)
 			parallel = true;
@@ -681,24 +403,6 @@ static void hash_block(struct ring *r, struct cell *c)
 	c->input->ring_bytes += c->want;
 }
 
-/*
- * --verbose, at the end: how the blocks read through the ring were hashed, when
- * uring_b3sum chose (the per-file shares are in --effective).
- */
-void ring_say_hashing(const struct ring *r, const struct variant *v)
-{
-	if (!v->hashes_when_behind || !r->have_uring || r->knobs.parallel_hash || r->knobs.serial_hash ||
-	    !r->bytes_hashed)
-		return;
-	if (r->hashing == HASH_WHEN_BEHIND)
-		fprintf(stderr, "%s: %.0f%% of the %.1f MiB read through the ring hashed on %u cores (the next block "
-			"was read already), the rest on one\n", r->prog, 100.0 * r->parallel_bytes / r->bytes_hashed,
-			r->bytes_hashed / 1048576.0, r->hash_threads);
-	else
-		fprintf(stderr, "%s: the blocks read through the ring hashed on one core: %s\n", r->prog,
-			r->hash_threads > 1 ? "one buffer, no next block to see" :
-			"one hashing thread (the CPUs it may use, or --num-threads)");
-}
 
 /*
  * One consumer run hashes the available cells in order, at most one lap of
@@ -711,7 +415,7 @@ unsigned ring_consume(struct ring *r)
 	unsigned in_flight = ring_in_flight(r);
 	unsigned blocks = 0;
 
-	while (blocks < r->nr_cells && !ring_consumed_all(r)) {
+	while (blocks < r->cfg->nr_cells && !ring_consumed_all(r)) {
 		struct cell *c = cell_of(r, r->consumer_head);
 
 		if (cell_state(c) != CELL_AVAILABLE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import random
@@ -15,9 +16,25 @@ import blake3
 
 REPO = Path(__file__).resolve().parents[1]
 BIN_DIR = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
-ALL_VARIANTS = ["liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread", "uring_b3sum"]
+
+
+def _described() -> dict[str, dict]:
+    """Each built program -> its --knobs-json "variant_info": the list the Makefile wrote beside
+    the bin dir (share/ringsum/variants), and what each program says of itself."""
+    listed = BIN_DIR.parent / "share" / "ringsum" / "variants"
+    if not listed.is_file():
+        return {}
+    out = {}
+    for name in listed.read_text().split():
+        done = subprocess.run([str(BIN_DIR / name), "--knobs-json"], capture_output=True, timeout=30)
+        out[name] = json.loads(done.stdout)["variant_info"] if done.returncode == 0 else {}
+    return out
+
+
+DESCRIBED = _described()
+ALL_VARIANTS = list(DESCRIBED)
 VARIANTS = os.environ.get("RINGSUM_VARIANTS", ",".join(ALL_VARIANTS)).split(",")
-URING_VARIANTS = [v for v in VARIANTS if v != "b3sum_pread"]
+URING_VARIANTS = [v for v in VARIANTS if DESCRIBED.get(v, {}).get("io_uring")]
 B3SUM = REPO / ".tools" / "bin" / "b3sum"
 # Test files live on the build disk, not tmpfs, so that O_DIRECT reads really go to a device.
 DATA_DIR = REPO / "build" / "test-data"

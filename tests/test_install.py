@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from hashers_support import B3SUM, REPO, run
+from hashers_support import ALL_VARIANTS, B3SUM, REPO, run
 
-PROGRAMS = ("liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread", "uring_b3sum")
+PROGRAMS = tuple(ALL_VARIANTS)  # the programs the build lists in share/ringsum/variants
 OPTION = re.compile(r"^  (?:-\w, |    )(--[\w-]+)", re.M)
 
 
@@ -47,7 +47,8 @@ def test_install_puts_programs_pages_and_completions_under_prefix(staged: Path) 
         [f"usr/bin/{p}" for p in (*PROGRAMS, "b3sum")]
         + [f"usr/share/man/man1/{p}.1" for p in (*PROGRAMS, "b3sum")]
         + [f"usr/share/bash-completion/completions/{p}" for p in (*PROGRAMS, "b3sum")]
-        + [f"usr/share/zsh/site-functions/_{p}" for p in (*PROGRAMS, "b3sum")])
+        + [f"usr/share/zsh/site-functions/_{p}" for p in (*PROGRAMS, "b3sum")]
+        + ["usr/share/ringsum/variants"])
     assert installed_files(staged) == expected
     assert os.readlink(staged / "usr/bin/b3sum") == "uring_b3sum"
     assert os.readlink(staged / "usr/share/man/man1/b3sum.1") == "uring_b3sum.1"

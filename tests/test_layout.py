@@ -55,6 +55,13 @@ def test_no_module_over_the_line_limit(package):
     assert not long, f"{package}: modules over {MAX_LINES} lines: {long}"
 
 
+def test_no_c_file_over_the_line_limit():
+    """The hashers under the same cap as the Python: a file does one job and reads on a few screens."""
+    sources = [p for ext in ("c", "h", "cpp") for p in (REPO / "hashers").rglob(f"*.{ext}")]
+    long = {rel(p): n for p in sources if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert sources and not long, f"C sources over {MAX_LINES} lines: {long}"
+
+
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_imports_go_one_way_statically(package):
     bad = {f"{rel(p)}: {name}" for p in modules(package) if rel(p) not in COMMAND_LINE

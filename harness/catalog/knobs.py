@@ -9,14 +9,13 @@ says which variants act on each knob.
 from __future__ import annotations
 
 import functools
-import json
-import subprocess
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.catalog.variants import VARIANTS, default_bin_dir
+from harness.catalog import variants
+from harness.catalog.variants import default_bin_dir
 from harness.pipeline import config_values
 from harness.units import format_size
 
@@ -79,28 +78,12 @@ class KnobTable:
         return tuple(k.name for k in self.flags if k.positional)
 
 
-def _describe(binary: Path) -> dict[str, Any]:
-    if not binary.is_file():
-        raise KnobsError(f"{binary}: not found; build the hashers first (make all): "
-                         "the knob table comes from their --knobs-json")
-    try:
-        done = subprocess.run([str(binary), "--knobs-json"], capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise KnobsError(f"{binary} --knobs-json: {e}") from None
-    if done.returncode != 0:
-        first = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[0]
-        raise KnobsError(f"{binary} --knobs-json: exit status {done.returncode}: {first} (an older build? make all)")
-    try:
-        data = json.loads(done.stdout)
-        data["knobs"][0]["name"]
-    except (ValueError, KeyError, IndexError, TypeError) as e:
-        raise KnobsError(f"{binary} --knobs-json: not a knob table ({e})") from None
-    return data
-
-
 @functools.cache
 def _load(bin_dir: Path) -> KnobTable:
-    described = {v: _describe(bin_dir / v) for v in VARIANTS}
+    try:
+        described = variants.described(bin_dir)
+    except variants.VariantsError as e:
+        raise KnobsError(str(e)) from None
     first = next(iter(described.values()))["knobs"]
     shape = [{k: v for k, v in row.items() if k not in ("used", "variant_default")} for row in first]
     for variant, data in described.items():
@@ -136,7 +119,7 @@ def _default_text(k: Knob) -> str:
 
 
 def _users_text(k: Knob) -> str:
-    return "all" if set(k.variants) == set(VARIANTS) else ", ".join(k.variants)
+    return "all" if set(k.variants) == set(variants.VARIANTS) else ", ".join(k.variants)
 
 
 def _help_text(k: Knob) -> str:

@@ -1,15 +1,21 @@
-"""The registries: the hasher variants and the baseline tools, each declared here once.
+"""The hasher variants, as the built programs describe themselves.
 
-The Makefile builds `VARIANTS` (tests check that its list matches), sysinfo, check and the charts
-read them from here; a baseline tool's argv, label, estimate and colour are in its `Tool`.
+Each variant is declared once, in its C file hashers/variants/<program>.c. The Makefile lists the
+programs it built in <bin dir>/../share/ringsum/variants (`make install` too); each program says
+what it is in its --knobs-json ("variant_info"), read here once per bin dir and shared with the
+knob table (harness/knobs.py), so no program runs twice.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN_DIR_HELP = ("hasher binaries (default $RINGSUM_BIN_DIR, else the checkout's build/bin, "
@@ -30,25 +36,90 @@ def default_bin_dir() -> Path:
     return Path(installed).parent if not built.is_dir() and installed else built
 
 
+class VariantsError(Exception):
+    """A bin dir without its list of programs, or a program that does not describe itself; one line."""
+
+
 @dataclass(frozen=True)
 class Variant:
-    name: str  # the program, build/bin/<name>
-    source: str  # hashers/<source>.c: its word in the Makefile's VARIANTS
+    """What a program's RINGSUM_VARIANT() says of it (hashers/ringsum.h, struct variant)."""
+
+    name: str  # the program, <bin dir>/<name>
+    summary: str  # one line, its man page's NAME
+    article: str | None  # the article's loop it reproduces: "singlethread", "multithread" or None
     parallel: bool  # hashes on every core (the duration estimate)
     positional_flag: bool  # takes the article's form only after --positional (its arguments are b3sum's)
-    colour: str  # in the charts
-    counted: bool = True  # `ringsum check` counts its instructions (a steady single-threaded hash)
+    counted: bool  # `ringsum check` counts its instructions (a steady single-threaded hash)
+    io_uring: bool  # reads through an io_uring ring (the pread loop does not)
+    defaults_file: str | None  # its options file in ~/.config/ringsum/, which `ringsum tune --install` writes
 
 
-VARIANT_LIST = (
-    Variant("liburing_b3sum_singlethread", "singlethread", parallel=False, positional_flag=False, colour="#1f77b4"),
-    Variant("liburing_b3sum_multithread", "multithread", parallel=True, positional_flag=False, colour="#2ca02c"),
-    Variant("b3sum_pread", "pread", parallel=False, positional_flag=False, colour="#9467bd"),
-    # Its file in the page cache is hashed on every core: its instruction count follows the cache.
-    Variant("uring_b3sum", "uring_b3sum", parallel=False, positional_flag=True, colour="#843c39", counted=False),
-)
-VARIANTS = tuple(v.name for v in VARIANT_LIST)
+def manifest(bin_dir: Path) -> Path:
+    return bin_dir.parent / "share" / "ringsum" / "variants"
 
 
-def variant(name: str) -> Variant | None:
-    return next((v for v in VARIANT_LIST if v.name == name), None)
+def names(bin_dir: Path | None = None) -> tuple[str, ...]:
+    """The programs built into `bin_dir` (default: default_bin_dir()), in the Makefile's order."""
+    listed = manifest(Path(bin_dir) if bin_dir else default_bin_dir())
+    try:
+        return tuple(line for line in listed.read_text().split() if line)
+    except OSError:
+        raise VariantsError(f"{listed}: not found; build the hashers first (make all)") from None
+
+
+def _describe(binary: Path) -> dict[str, Any]:
+    if not binary.is_file():
+        raise VariantsError(f"{binary}: not found; build the hashers first (make all): "
+                            "the knob table comes from their --knobs-json")
+    try:
+        done = subprocess.run([str(binary), "--knobs-json"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise VariantsError(f"{binary} --knobs-json: {e}") from None
+    if done.returncode != 0:
+        first = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[0]
+        raise VariantsError(f"{binary} --knobs-json: exit status {done.returncode}: {first} (an older build? make all)")
+    try:
+        data = json.loads(done.stdout)
+        data["knobs"][0]["name"]
+        data["variant_info"]["summary"]
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        raise VariantsError(f"{binary} --knobs-json: not a knob table and variant description ({e})") from None
+    return data
+
+
+@functools.cache
+def described(bin_dir: Path) -> dict[str, dict[str, Any]]:
+    """Each program of `bin_dir` -> its --knobs-json, run once per process."""
+    return {name: _describe(bin_dir / name) for name in names(bin_dir)}
+
+
+def variant_list(bin_dir: Path | None = None) -> tuple[Variant, ...]:
+    data = described(Path(bin_dir).absolute() if bin_dir else default_bin_dir().absolute())
+    return tuple(Variant(name=name, **d["variant_info"]) for name, d in data.items())
+
+
+def _built_names() -> tuple[str, ...]:
+    try:
+        return names()
+    except VariantsError:
+        return ()
+
+
+# The programs of the default bin dir, empty before they are built (then loading the knobs says so).
+VARIANTS = _built_names()
+
+
+def article_variants(bin_dir: Path | None = None) -> dict[str, str]:
+    """The article's loop ("singlethread", "multithread") -> the program that reproduces it; {} unbuilt."""
+    try:
+        return {v.article: v.name for v in variant_list(bin_dir) if v.article}
+    except VariantsError:
+        return {}
+
+
+def variant(name: str, bin_dir: Path | None = None) -> Variant | None:
+    """The variant of that program name, None if the bin dir has no such program (or none at all)."""
+    try:
+        return next((v for v in variant_list(bin_dir) if v.name == name), None)
+    except VariantsError:
+        return None

@@ -12,12 +12,12 @@ from typing import Any
 from harness.pipeline import results as res
 from harness.check.decide import (IMPROVEMENT, NO_CHANGE, NOT_COMPARABLE, ONLY_CURRENT, REGRESSION, CheckError,
                            InstructionComparison)
-from harness.catalog.variants import REPO_ROOT, default_bin_dir
+from harness.catalog.tools import REFERENCE_HASH, find_tool, the_tool
+from harness.catalog.variants import REPO_ROOT, VariantsError, default_bin_dir, variant_list
 from harness.datasets.dataset import Dataset
 from harness.datasets.generate import ensure_dataset
 from harness.pipeline.preflight import b3sum_reference
 from harness.units import format_size
-from harness.catalog.tools import REFERENCE_HASH, find_tool, the_tool
 
 
 INSTRUCTIONS_JSON = "instructions.json"
@@ -26,7 +26,12 @@ INSTRUCTIONS_JSON = "instructions.json"
 INSTRUCTION_FILE_SIZE = 64 << 20
 
 
-INSTRUCTION_VARIANTS = ("liburing_b3sum_singlethread", "liburing_b3sum_multithread", "b3sum_pread")
+def counted_variants(bin_dir: Path) -> tuple[str, ...]:
+    """The variants whose instructions are counted: those that say so of themselves (`counted`)."""
+    try:
+        return tuple(v.name for v in variant_list(bin_dir) if v.counted)
+    except VariantsError as e:
+        raise CheckError(str(e)) from None
 
 
 def perf_works() -> bool:
@@ -60,12 +65,12 @@ def count_instructions(argv: list[str], timeout: float = 300) -> tuple[int, str,
 
 
 def measure_instructions(bin_dir: Path, file: Path, b3sum_hash: str,
-                         variants: tuple[str, ...] = INSTRUCTION_VARIANTS) -> dict[str, Any]:
+                         variants: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Instructions of each hasher at its default knobs hashing `file` (hot: read it first)."""
     file.read_bytes()  # into the page cache; the count does not depend on it, the duration does
     counts: dict[str, int] = {}
     counter = ""
-    for variant in variants:
+    for variant in variants if variants is not None else counted_variants(bin_dir):
         exe = bin_dir / variant
         if not exe.is_file():
             raise CheckError(f"hasher binary {exe} not found; run `make`")

@@ -4,7 +4,7 @@
     python -m harness.check.power --analyse build/power/runs [--threshold 3% --confidence 99%] [--resampled N]
 
 Builds, from the faults build (build/faults/bin), one directory per condition: a copy of the
-binaries with a `ringsum-faults` file beside them (hashers/ring.c reads it):
+binaries with a `ringsum-faults` file beside them (hashers/faults.c reads it):
 
   baseline   no fault: what every other condition is compared with
   unchanged  no fault either: an identical build, so its verdicts are the false alarms

@@ -188,7 +188,7 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
     variant, path, style, trace = kind, None, "options", True
     if kind == "hasher":
         if "variant" not in table:
-            raise ctx.err(f"{key}.variant", f"missing (e.g. {VARIANTS[0]!r})")
+            raise ctx.err(f"{key}.variant", f"missing (e.g. {VARIANTS[0] if VARIANTS else 'uring_b3sum'!r})")
         variant = table["variant"]
         if not isinstance(variant, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]+", variant):
             raise ctx.err(f"{key}.variant", f"expected a program name, got {show(variant)}")

@@ -194,7 +194,7 @@ def _hasher_command(config: Config, group: Group, knobs: dict[str, Any], common:
             raise PlanError(f"group {group.name!r}: the positional style cannot express {', '.join(beyond)}")
         article = sorted((k for k in table if k.positional), key=lambda k: k.positional)
         args = [str(values[k.name] // 1024 if k.type == "size" else int(values[k.name])) for k in article]
-        registered = registered_variant(group.variant)
+        registered = registered_variant(group.variant, config.bin_dir()) or registered_variant(group.variant)
         flag = ["--positional"] if registered and registered.positional_flag else []
         argv = [prog, *flag, file, *args]
         label = f"{group.variant} {' '.join(args)}"

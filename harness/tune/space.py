@@ -15,9 +15,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from harness.catalog.tools import REFERENCE_HASH, tools_with
 from harness.catalog.knobs import load_knobs, switched_on
-from harness.catalog.variants import REPO_ROOT
+from harness.catalog.tools import REFERENCE_HASH, tools_with
+from harness.catalog.variants import REPO_ROOT, VariantsError, variant_list
 from harness.conditions import robust
 from harness.conditions.spec import Condition, ConditionGrid
 from harness.datasets.dataset import Dataset
@@ -45,8 +45,21 @@ FINAL_ROUNDS = 5
 MIN_FINAL_ROUNDS = 3
 COMPARE_ROUNDS = 10  # tune's winner against the grid's best
 GRID_FRACTION = Fraction(1, 4)  # hasher executions allowed, as a fraction of the full grid's
-DEFAULT_VARIANT = "uring_b3sum"  # the program users run: tuned.options is its best setting
-OPTIONS_NAME = "uring_b3sum.options"
+
+
+def __getattr__(name: str) -> str | None:
+    """DEFAULT_VARIANT: the program users run, the variant that reads a defaults file, where
+    `tune --install` writes its best setting; OPTIONS_NAME: that file's name (None before a build).
+    Asked of the built variants when first imported, as they describe themselves."""
+    if name not in ("DEFAULT_VARIANT", "OPTIONS_NAME"):
+        raise AttributeError(name)
+    try:
+        tuned = next((v for v in variant_list() if v.defaults_file), None)
+    except VariantsError:
+        tuned = None
+    if tuned is None:
+        return None
+    return tuned.name if name == "DEFAULT_VARIANT" else tuned.defaults_file
 
 
 

@@ -12,11 +12,10 @@
 /* options.c prints --version; the real one lives in libblake3. */
 const char *blake3_version(void) { return "fuzz"; }
 
+/* Every variant as it declares itself in hashers/variants/ (the Makefile writes the rows from those files). */
+#define VARIANT_ROW(program, stream, ...) { .name = program, __VA_ARGS__ },
 static const struct variant variants[] = {
-	{ .name = "liburing_b3sum_singlethread", .uses_uring = true, .waits_on_completions = true },
-	{ .name = "liburing_b3sum_multithread", .uses_uring = true, .uses_eventfd = true },
-	{ .name = "b3sum_pread" },
-	{ .name = "uring_b3sum", .uses_uring = true, .uses_eventfd = true, .chooses_path = true },
+#include "variant_table.h"
 };
 #define NR_VARIANTS (sizeof(variants) / sizeof(variants[0]))
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* liburing_b3sum_singlethread: one loop that requests, reaps and consumes on one core. */
-#include "ringsum.h"
+#include "../ringsum.h"
 
 /*
  * Waiting for a completion is safe while one is in flight. With nothing in
@@ -21,7 +21,7 @@ static int hash_stream(struct ring *r)
 			ret = ring_reap_one(r, true);
 		while (ret > 0) {
 			progress++;
-			if (r->knobs.process_in_inner_loop)
+			if (r->cfg->knobs.process_in_inner_loop)
 				ring_consume(r);
 			ret = ring_reap_one(r, false);
 		}
@@ -34,16 +34,12 @@ static int hash_stream(struct ring *r)
 	return 0;
 }
 
-static const struct variant singlethread = {
-	.name = "liburing_b3sum_singlethread",
+RINGSUM_VARIANT(hash_stream,
+	.summary = "BLAKE3 hashes read through io_uring, in one thread, as in the article",
+	.article = ARTICLE_SINGLETHREAD,
+	.counted = true,
 	.uses_uring = true,
 	.waits_on_completions = true,
 	.setup_flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_COOP_TASKRUN |
 		       IORING_SETUP_TASKRUN_FLAG,
-	.hash_stream = hash_stream,
-};
-
-int main(int argc, char **argv)
-{
-	return ringsum_main(argc, argv, &singlethread);
-}
+);

@@ -5,10 +5,14 @@
  * memory on every core, any other is read through io_uring while it is hashed.
  * Where io_uring is forbidden or absent it reads with pread() instead.
  */
-#include "ringsum.h"
+#include "../ringsum.h"
 
-static const struct variant uring_b3sum = {
-	.name = "uring_b3sum",
+RINGSUM_VARIANT(hash_stream_threaded,
+	.summary = "print BLAKE3 hashes of files read through io_uring, as b3sum does",
+	.positional_flag = true,
+	.defaults_file = "uring_b3sum.options",
+	/* Its file in the page cache is hashed on every core: its instruction count follows the cache. */
+	.counted = false,
 	.uses_uring = true,
 	.uses_eventfd = true,
 	.chooses_path = true,
@@ -34,10 +38,4 @@ static const struct variant uring_b3sum = {
 	.tree_direct_min = 4u << 10,
 	.hashes_when_behind = true,
 	.setup_flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
-	.hash_stream = hash_stream_threaded,
-};
-
-int main(int argc, char **argv)
-{
-	return ringsum_main(argc, argv, &uring_b3sum);
-}
+);

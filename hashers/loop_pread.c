@@ -9,7 +9,7 @@
 /* One block: all of it (a file), or what one read() gives (a stream, 0 at its end). */
 static ssize_t read_block(struct ring *r, struct input *in, struct cell *c, uint64_t offset, size_t want)
 {
-	size_t length = in->direct ? r->knobs.block_size : want;
+	size_t length = in->direct ? r->cfg->knobs.block_size : want;
 	ssize_t got;
 
 	c->got = 0;
@@ -42,13 +42,13 @@ int hash_stream_pread(struct ring *r)
 	ssize_t got;
 
 	while ((in = ring_next_input(r))) {
-		input_open(r, in, r->producer_input++);
+		ring_open_input(r, in, r->producer_input++);
 		for (uint64_t block = 0; block < in->nr_blocks && !in->error; block++) {
 			size_t want = block_length(r, in, block);
 
 			if (!want)
 				break;
-			got = read_block(r, in, c, block * r->knobs.block_size, want);
+			got = read_block(r, in, c, block * r->cfg->knobs.block_size, want);
 			if (got <= 0) {
 				in->error = got;
 				break;

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/* Fault injection for the test builds (make's faults flavour, -DRINGSUM_FAULTS); empty in every other build. */
+#ifdef RINGSUM_FAULTS
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "faults.h"
+
+/*
+ * Test builds only: RINGSUM_FAULTS="short:3,eagain:5,eintr:6,ecanceled:7,eio:9"
+ * replaces the result of the Nth completion of each file (short: half the bytes, if more than one).
+ * The regressions that `ringsum check` must catch (docs/regression-check.md):
+ * slow:P spends P% more time, busy, as slower code would; depth:N ignores --queue-depth
+ * and keeps at most N reads unfinished; buffered:1 drops O_DIRECT; tick:MS redraws
+ * --progress every MS milliseconds (0: after every block and file), so tests need no timing;
+ * readlag:MS waits before every read is queued (a slow disk), hashlag:MS before every block
+ * is hashed (a slow core), so a test can put the reads behind the hashing or ahead of it.
+ * Without the variable, a file `ringsum-faults` beside the binary holds the spec: one run can
+ * then time several injected builds side by side (harness/check/power.py).
+ */
+static struct timespec process_start;
+
+/* One ring per process: the spec, once read, is the process's. */
+static struct fault { uint64_t completion; int res; } faults[16];
+static unsigned nr_faults;
+static unsigned long long slow_percent;
+static unsigned read_lag_ms, hash_lag_ms;
+
+/* slow:P is a share of the whole run, start-up included, as a user times it. */
+__attribute__((constructor)) static void note_process_start(void)
+{
+	clock_gettime(CLOCK_MONOTONIC, &process_start);
+}
+
+static const char *fault_spec(char *buf, size_t size)
+{
+	const char *spec = getenv("RINGSUM_FAULTS");
+	char exe[4096];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 32);
+	FILE *f;
+
+	if (spec || len <= 0)
+		return spec;
+	exe[len] = '\0';
+	strcpy(strrchr(exe, '/') + 1, "ringsum-faults");
+	f = fopen(exe, "re");
+	if (!f)
+		return NULL;
+	spec = fgets(buf, size, f);
+	fclose(f);
+	return spec;
+}
+
+void faults_setup(struct ring_config *cfg, struct progress *progress)
+{
+	static const struct { const char *name; int res; } kinds[] = {
+		{ "short", 0 }, { "eagain", -EAGAIN }, { "eintr", -EINTR },
+		{ "ecanceled", -ECANCELED }, { "eio", -EIO },
+	};
+	char buf[256];
+	const char *spec = fault_spec(buf, sizeof(buf));
+	char name[16];
+	unsigned long long n;
+	int used;
+
+	while (spec && nr_faults < 16 && sscanf(spec, "%15[a-z]:%llu%n", name, &n, &used) == 2) {
+		for (unsigned i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			if (!strcmp(name, kinds[i].name))
+				faults[nr_faults++] = (struct fault){ n, kinds[i].res };
+		if (!strcmp(name, "slow"))
+			slow_percent = n;
+		else if (!strcmp(name, "depth") && n > 0 && n < cfg->knobs.queue_depth)
+			cfg->knobs.queue_depth = n;
+		else if (!strcmp(name, "tick"))
+			progress->interval_ns = n * 1000000;
+		else if (!strcmp(name, "buffered") && n)
+			cfg->knobs.direct = cfg->direct_when_cold = false;
+		else if (!strcmp(name, "readlag"))
+			read_lag_ms = n;
+		else if (!strcmp(name, "hashlag"))
+			hash_lag_ms = n;
+		spec += used + (spec[used] == ',');
+	}
+}
+
+int fault_result(const struct input *in, int res)
+{
+	for (unsigned i = 0; i < nr_faults; i++)
+		if (faults[i].completion == in->completions && res > 0)
+			return faults[i].res ? faults[i].res : res > 1 ? res / 2 : res;
+	return res;
+}
+
+static double seconds_since(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - start->tv_sec) + (now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+static void inject_lag(unsigned ms)
+{
+	struct timespec lag = { ms / 1000, ms % 1000 * 1000000L };
+
+	while (ms && nanosleep(&lag, &lag) && errno == EINTR)
+		;
+}
+
+/* Busy, not asleep: a slower hash or copy costs CPU time too. */
+void fault_slowdown(void)
+{
+	double until = seconds_since(&process_start) * (1 + slow_percent / 100.0);
+
+	while (slow_percent && seconds_since(&process_start) < until)
+		;
+}
+
+void fault_lag_read(void)
+{
+	inject_lag(read_lag_ms);
+}
+
+void fault_lag_hash(void)
+{
+	inject_lag(hash_lag_ms);
+}
+#endif

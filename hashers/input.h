@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/* One file to hash, and where the files come from: the FILEs, the walked directories, the checksum files. */
+#ifndef RINGSUM_INPUT_H
+#define RINGSUM_INPUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "blake3.h"
+
+struct ring;
+
+/*
+ * One file to hash. Inputs pass through the ring in order, so their lines come out in order.
+ * They come one at a time from a source and live in a slot until finished.
+ */
+struct input {
+	const char *path;
+	const char *shown;		/* --check: the name as its line wrote it, escapes kept */
+	char *text;			/* the slot's own copy of path and shown, for --check lines */
+	size_t text_size;
+	bool checking;			/* --check: compare with expected instead of printing */
+	uint8_t expected[BLAKE3_OUT_LEN];
+	int fd;
+	bool borrowed_fd;		/* stdin: not ours to close */
+	bool walked;			/* found by --recursive: a symlink there is not followed */
+	bool stream;			/* a pipe, character device or stdin: read in order up to end of file */
+	bool stream_pending;		/* a stream's read is in flight: its next one waits */
+	bool direct;			/* read with O_DIRECT */
+	int rw_flags;			/* preadv2()'s flags for its reads: RWF_DONTCACHE or 0 */
+	struct stat st;			/* at open: the file must still match it when done */
+	uint64_t size;			/* bytes to read (a block device's from BLKGETSIZE64) */
+	uint64_t nr_blocks;		/* at least 1: an empty or failed file still passes the consumer once */
+	uint64_t completions;		/* reaped for this file, counted by fault injection */
+	int error;			/* first error, negative; the producer's until the file's last block is available */
+	bool from_memory;		/* hash it from the page cache instead of reading it */
+	bool opened;			/* its path was chosen: --effective reports it once it is finished */
+	uint64_t ring_bytes;		/* hashed from the ring's cells */
+	uint64_t parallel_bytes;	/* of those, hashed on every core */
+	unsigned fixed_slot;		/* its index among the registered files */
+	blake3_hasher hasher;
+};
+
+
+struct walk_level {
+	char *names;			/* each entry: 'd' or 'f', then its name and a NUL */
+	size_t names_size;
+	size_t *entries;		/* where each entry starts in names, in walk order */
+	size_t entries_size, nr_entries, next;
+	size_t path_len;		/* of the directory's path in walk.path, with its '/' */
+};
+
+struct walk {
+	struct walk_level *levels;	/* the directories being walked, outermost first */
+	size_t depth, capacity;
+	char *path;			/* the directory's path under walk, then the entry's name */
+	size_t path_size;
+};
+
+struct source {
+	char **files;
+	int nr_files, next_file;
+	bool check;
+	bool recursive;			/* a directory among the FILEs is walked */
+	struct walk walk;
+	FILE *checkfile;		/* the one being read, or NULL */
+	char *line;
+	size_t capacity;
+	int fatal;			/* negative: it stopped everything, as b3sum's "Error: ..." */
+};
+
+/* file_list.c: the next input, from the FILEs (walked with --recursive) or the lines of the checksum files with --check */
+int source_next(struct source *s, struct input *in);
+void source_close(struct source *s);
+void input_free(struct input *in);
+
+/* checksum_file.c: the next line of the checksum files, as an input to check */
+int next_check_line(struct source *s, struct input *in);
+int grow(void **buf, size_t *capacity, size_t need, size_t unit);
+int grow_text(struct input *in, size_t size);
+
+/* input.c: opening a file, choosing its path, and finishing it; called by the ring, never calling it */
+void input_open(struct ring *r, struct input *in, unsigned index);
+void input_finish(struct ring *r, struct input *in);
+size_t block_length(const struct ring *r, const struct input *in, uint64_t block);
+
+#endif

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* The ring of cells and its heads: its configuration, fixed at setup, apart from its moving state. */
+#ifndef RINGSUM_RING_H
+#define RINGSUM_RING_H
+
+#include <stdatomic.h>
+#include <liburing.h>
+
+#include "input.h"
+
+/* The article's cell states: a cell goes consumed -> requested -> available -> consumed. */
+enum cell_state {
+	CELL_CONSUMED,			/* free for the producer */
+	CELL_REQUESTED,			/* a read is in flight */
+	CELL_AVAILABLE,			/* read done, waiting to be hashed */
+};
+
+struct cell {
+	_Atomic uint32_t state;
+	unsigned char *buf;
+	struct input *input;		/* the file its block belongs to */
+	bool last;			/* the file's last block: the consumer finishes the file with it */
+	uint64_t offset;		/* where its block starts in the file */
+	size_t want;			/* bytes of the file in this block */
+	size_t got;			/* bytes read so far */
+	unsigned retries;		/* transient failures since the last progress */
+};
+
+/* How the consumer hashes a block of the ring. */
+enum hashing {
+	HASH_SERIAL,			/* on the consumer's thread alone */
+	HASH_PARALLEL,			/* on every core (--parallel-hash) */
+	HASH_WHEN_BEHIND,		/* on every core while the block after it is read already */
+};
+
+
+/* What the options and the variant make of the ring: built once by ring_setup(), read-only after. */
+struct ring_config {
+	const char *prog;
+	struct knobs knobs;		/* as given, those a variant does not use turned off */
+	unsigned nr_cells;
+	enum hashing hashing;
+	unsigned hash_threads;		/* the most a block can be hashed on: the usable cores, --num-threads */
+	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */
+	unsigned sqe_flags;
+	int path_choice;		/* PATH_RING unless the variant chooses */
+	bool verbose;
+	bool quiet;			/* --check: print only failures */
+	bool keyed;
+	struct output_format format;
+};
+
+struct ring {
+	const struct ring_config *cfg;
+	struct cell *cells;
+	bool huge_pages_advised;	/* ring_use_huge_pages() has run (the producer's) */
+	unsigned char *memory;		/* one allocation for every cell's buffer */
+	struct io_uring uring;
+	bool have_uring;
+	struct io_uring_sqe *last_sqe;	/* its link flag is cleared at submit */
+	struct trace trace;
+	struct progress progress;
+	FILE *effective;		/* --effective: a line per file opened, or NULL */
+
+	/* the stream of files */
+	struct source *source;
+	struct input *inputs;		/* slots: nr_cells + 1 inputs can be between the heads */
+	unsigned nr_slots;
+	_Atomic unsigned nr_inputs;	/* taken from the source so far */
+	_Atomic bool source_done;	/* the source has no more */
+	_Atomic unsigned open_files;	/* opened by the producer, not yet closed by the consumer */
+	unsigned max_open_files;	/* under RLIMIT_NOFILE, with room for the rest of the program */
+	unsigned producer_input;	/* the file of the next block to request */
+	uint64_t producer_block;	/* that block's index within its file */
+	uint64_t producer_head;		/* blocks requested so far, over all files */
+	uint64_t consumer_head;		/* blocks hashed so far, over all files */
+	unsigned consumer_input;	/* files finished so far */
+	unsigned failed_inputs;
+	blake3_hasher base_hasher;	/* every input's hasher starts as a copy: plain, keyed or derive-key */
+	int fallback_reason;		/* io_uring could not be set up (negative errno): reading with pread() */
+	uint64_t bytes_hashed;
+	uint64_t parallel_bytes;	/* of bytes_hashed, those hashed on every core */
+	_Atomic unsigned in_flight;	/* requests queued or submitted, not yet reaped */
+	_Atomic unsigned in_flight_peak; /* the most in flight since the last trace row */
+	_Atomic unsigned reaped;	/* completions since the last consumer run */
+	_Atomic int error;		/* first fatal error, negative: it stops the whole stream */
+
+	/* waking a sleeping producer or consumer (the multithreaded variant) */
+	int eventfd;
+	_Atomic bool producer_sleeping;
+	_Atomic bool consumer_sleeping;
+	_Atomic uint32_t consumer_wakeups;
+};
+
+/* ring_setup.c: the configuration, the buffers and io_uring */
+int ring_setup(struct ring *r, struct ring_config *cfg, const struct options *opts, const struct variant *v);
+void ring_teardown(struct ring *r);
+void ring_use_huge_pages(struct ring *r);
+unsigned open_files_allowed(void);
+void ring_say_hashing(const struct ring *r, const struct variant *v);
+
+/* ring.c: the ring buffer protocol */
+void ring_start(struct ring *r, struct source *source);
+struct input *ring_next_input(struct ring *r);
+void ring_open_input(struct ring *r, struct input *in, unsigned index);
+int ring_request(struct ring *r);
+int ring_submit(struct ring *r, bool and_wait);
+int ring_reap_one(struct ring *r, bool wait);
+bool ring_can_request(struct ring *r);
+unsigned ring_consume(struct ring *r);
+void ring_drain(struct ring *r);
+void ring_fail(struct ring *r, int err);
+void ring_producer_sleep(struct ring *r);
+void ring_consumer_sleep(struct ring *r);
+
+static inline struct cell *cell_of(struct ring *r, uint64_t block)
+{
+	return &r->cells[block % r->cfg->nr_cells];
+}
+
+static inline enum cell_state cell_state(struct cell *c)
+{
+	return atomic_load_explicit(&c->state, memory_order_acquire);
+}
+
+static inline void hash_update(const struct ring *r, blake3_hasher *hasher, const void *data, size_t len)
+{
+	if (r->cfg->hashing == HASH_PARALLEL)
+		hash_parallel(hasher, data, len);
+	else
+		blake3_hasher_update(hasher, data, len);
+}
+
+static inline struct input *input_at(const struct ring *r, unsigned index)
+{
+	return &r->inputs[index % r->nr_slots];
+}
+
+static inline bool ring_consumed_all(struct ring *r)
+{
+	return atomic_load(&r->source_done) && r->consumer_input == atomic_load(&r->nr_inputs);
+}
+
+static inline bool ring_produced_all(struct ring *r)
+{
+	return atomic_load(&r->source_done) && r->producer_input == atomic_load(&r->nr_inputs);
+}
+
+static inline unsigned ring_in_flight(struct ring *r)
+{
+	return atomic_load_explicit(&r->in_flight, memory_order_relaxed);
+}
+
+
+/* loop_threaded.c: the producer thread and the consumer loop */
+int hash_stream_threaded(struct ring *r);
+
+/* loop_pread.c: plain pread(), for b3sum_pread and for uring_b3sum without io_uring */
+int hash_stream_pread(struct ring *r);
+
+/* After each block hashed and each file finished: a compare when off, a coarse clock read when on. */
+static inline void progress_tick(struct ring *r)
+{
+	if (r->progress.on)
+		progress_draw(&r->progress, r->bytes_hashed + r->progress.memory_bytes, r->consumer_input);
+}
+
+
+#endif
