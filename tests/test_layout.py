@@ -184,6 +184,20 @@ def test_no_private_reached_from_outside_its_module():
     assert not bad, "\n".join(bad)
 
 
+def test_the_layout_page_names_every_module():
+    """docs/layout.md is the map a new engineer reads: it names every module, package and C file
+    there is (by its file name), and none that is gone."""
+    page = (REPO / "docs" / "layout.md").read_text(encoding="utf-8")
+    files = [p for pkg in PACKAGES for p in modules(pkg) if p.name not in ("__init__.py", "__main__.py")]
+    files += [p for ext in ("c", "h", "cpp") for p in (REPO / "hashers").rglob(f"*.{ext}")]
+    missing = sorted(rel(p) for p in files if f"`{p.name}`" not in page)
+    packages = sorted(rel(p.parent) for p in (REPO / "harness").glob("*/__init__.py"))
+    missing += [f"{d}/" for d in packages if f"`{d}/`" not in page]
+    named = set(re.findall(r"`([\w.]+\.(?:py|c|h|cpp))`", page))
+    present = {p.name for p in files} | {"__init__.py", "__main__.py", "completion.py"}
+    assert not missing and not named - present, f"not named: {missing}; gone: {sorted(named - present)}"
+
+
 def test_no_fixed_name_in_a_shared_temporary_directory():
     """The suite and the scripts run as root: a fixed name under /tmp is one a local user can plant
     first as a symlink (to a file root then truncates) or hold locked forever. Temporary files come
