@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from harness.catalog.knobs import GENERATED_BY, load_knobs, markdown_table
-from harness.catalog.variants import REPO_ROOT, VARIANT_LIST, VARIANTS
 from harness.units import format_size
 from harness.catalog.variants import REPO_ROOT, VARIANTS, article_variants, variant_list
 from hashers_support import program
