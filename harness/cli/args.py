@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from harness.catalog.variants import BIN_DIR_HELP
+from harness.check.decide import parse_fraction
 from harness.conditions.spec import add_condition_args
 from harness.pipeline import config_values
 
@@ -53,3 +54,11 @@ def minutes_arg(s: str) -> float:
     if not m > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of minutes, got {s!r}")
     return m
+
+
+def fraction_arg(s: str) -> float:
+    """A percentage or a fraction ("5%", "0.05"), as the check's thresholds and confidences take."""
+    try:
+        return parse_fraction(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None

@@ -10,8 +10,7 @@ from harness.catalog.variants import BIN_DIR_HELP
 from harness.check import decide, instructions, saved_runs
 from harness.check import load as check_load
 from harness.check import report as check_report
-from harness.check.decide import parse_fraction
-from harness.cli.args import Parser, add_file_args, posint_arg, size_arg
+from harness.cli.args import Parser, add_file_args, fraction_arg, posint_arg, size_arg
 from harness.machine import sysinfo
 from harness.pipeline import results
 from harness.pipeline.config_schema import BASELINE_PREFIX
@@ -21,13 +20,6 @@ from harness.units import format_size
 HELP = {"check": "compare a run with a baseline run; exit 1 on a regression",
         "baseline": "save or list baselines (results/baselines/<fingerprint_id>/)",
         "instructions": "count the instructions of hashing a hot file (callgrind)"}
-
-
-def _fraction_arg(s: str) -> float:
-    try:
-        return parse_fraction(s)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_parsers(sub: Any) -> None:
@@ -44,9 +36,9 @@ def add_parsers(sub: Any) -> None:
     current.add_argument("--config", metavar="CONFIG", help="run this config now and compare it")
     add_file_args(c)
     c.add_argument("--out", default="results", metavar="DIR", help="parent of the --config run's directory")
-    c.add_argument("--threshold", type=_fraction_arg, default=decide.DEFAULT_THRESHOLD, metavar="PCT",
+    c.add_argument("--threshold", type=fraction_arg, default=decide.DEFAULT_THRESHOLD, metavar="PCT",
                    help="smallest change that counts (default 5%%)")
-    c.add_argument("--confidence", type=_fraction_arg, default=decide.DEFAULT_CONFIDENCE, metavar="PCT",
+    c.add_argument("--confidence", type=fraction_arg, default=decide.DEFAULT_CONFIDENCE, metavar="PCT",
                    help="confidence of the bootstrap interval (default 95%%)")
     c.add_argument("--resamples", type=posint_arg, default=decide.RESAMPLES, metavar="N",
                    help=f"bootstrap resamples (default {decide.RESAMPLES})")
@@ -56,7 +48,7 @@ def add_parsers(sub: Any) -> None:
     c.add_argument("--junit", metavar="FILE", help="write JUnit XML, one testcase per command")
     c.add_argument("--instructions", action="store_true",
                    help="also count the hashers' instructions now and compare with the baseline's")
-    c.add_argument("--instruction-tolerance", type=_fraction_arg, metavar="PCT",
+    c.add_argument("--instruction-tolerance", type=fraction_arg, metavar="PCT",
                    default=decide.DEFAULT_INSTRUCTION_TOLERANCE, help="default 1%%")
 
     b = sub.add_parser("baseline", help=HELP["baseline"])

@@ -1,5 +1,5 @@
 """`ringsum` command line: run, plan, knobs, sysinfo, report, collect, check, compare, baseline,
-instructions, tune.
+instructions, tune, bisect, history.
 
 Errors print `ringsum: <one line>` on stderr. Exit codes: 0 fine; 1 the run failed (hash
 mismatch, failed executions); 2 usage, config or set-up error found before anything ran;
@@ -8,7 +8,7 @@ mismatch, failed executions); 2 usage, config or set-up error found before anyth
 few runs, no common reference, no hasher in both runs).
 
 The command line is the one place that wires the packages together: each command's parser and
-handler live in a module of their own (harness/cli/check.py, harness/cli/tune.py, harness/cli/info.py,
+handler live in a module of their own (harness/cli/check.py, harness/cli/tune.py, harness/cli/info.py, harness/cli/history.py,
 harness/compare.py, analysis/cli.py), and this module only builds the parser and dispatches. It is
 also the one module of `harness` that imports `analysis` (tests/test_layout.py).
 """
@@ -22,7 +22,7 @@ from analysis import cli as report_cli
 from harness import __version__, compare
 from harness.catalog.knobs import KnobsError
 from harness.check.load import CheckError
-from harness.cli import check, info, tune
+from harness.cli import check, history, info, tune
 from harness.cli.args import Parser, add_file_args, minutes_arg, posint_arg
 from harness.conditions.spec import condition_overrides
 from harness.datasets.generate import FileError
@@ -51,6 +51,8 @@ def make_parser() -> argparse.ArgumentParser:
     check.add_parsers(sub)
     compare.add_parser(sub, COMPARE_HELP)
     tune.add_parser(sub)
+    history.add_parser(sub)
+    history.add_history_parser(sub)
     return ap
 
 
@@ -112,9 +114,15 @@ def main(argv: list[str] | None = None) -> int:
             # Deferred for start-up time: pandas loads only for the commands that read runs.
             from analysis.collect import run_collect
             return run_collect(a.dirs, a.out)
+        if a.cmd == "history" and a.history_cmd == "show":
+            # Deferred for start-up time: matplotlib loads only for the commands that draw.
+            from analysis.history_page import run_show
+            return run_show(a)
+        if a.cmd == "history":
+            return history.HISTORY_COMMANDS[a.history_cmd](a)
         if a.cmd == "report":
             return report_cli.run_report(a)
-        handlers = {**info.COMMANDS, **check.COMMANDS, **tune.COMMANDS}
+        handlers = {**info.COMMANDS, **check.COMMANDS, **tune.COMMANDS, **history.COMMANDS}
         return handlers[a.cmd](a)
     except (ConfigError, PlanError, SetupError, CheckError, FileError, StateError, KnobsError) as e:
         print(f"ringsum: {e}", file=sys.stderr)

@@ -1,0 +1,79 @@
+"""`ringsum history add [REV ...]`: build each revision in a directory of its own, run the check
+config with its hashers, and keep the result in the history store (harness/history/store.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from harness.history import store
+from harness.history.revisions import Repository, Revision, RevisionError
+from harness.pipeline.results import META_JSON, iso, utcnow
+from harness.pipeline.run import run
+from harness.pipeline.run_request import Options
+
+WORK = ".work"  # in the store: the private clone, and each build while it is measured
+
+
+@dataclass
+class Settings:
+    config: Path
+    rounds: int | None = None
+    file: str | None = None
+    size: int | None = None
+    dir: str | None = None
+
+
+def machine_text(fingerprint: dict) -> str:
+    """The machine in words, as every figure names it."""
+    l2 = fingerprint.get("l2_cache_bytes")
+    return (f"{fingerprint.get('cpu_model') or 'unknown CPU'}, BLAKE3 SIMD {fingerprint.get('blake3_simd') or '?'}, "
+            f"L2 {l2 >> 10 if l2 else '?'} KiB per core, {fingerprint.get('cores') or '?'} cores, "
+            f"{fingerprint.get('fs_type') or '?'} on {fingerprint.get('source') or '?'}")
+
+
+def committed_at(repo: Repository, rev: Revision) -> str:
+    done = subprocess.run(["git", "-C", str(repo.source), "log", "-1", "--format=%cI", rev.sha],
+                          capture_output=True, text=True, timeout=60)
+    return done.stdout.strip()
+
+
+def add(repo: Repository, revs: list[Revision], history: Path, settings: Settings,
+        log: Callable[[str], None]) -> list[Path]:
+    """Each revision measured and recorded; the record directories, in the order given."""
+    work = history / WORK
+    work.mkdir(parents=True, exist_ok=True)
+    repo.attach(work / "repo.git")
+    made = []
+    for rev in revs:
+        log(f"history: {rev.text()}: building")
+        builds = work / "builds"
+        try:
+            bin_dir = repo.build(rev, builds)
+        except RevisionError as e:
+            log(f"history: {rev.short}: not recorded: {e}")
+            continue
+        opts = Options(config_path=str(settings.config), file=settings.file, size=settings.size, dir=settings.dir,
+                       rounds=settings.rounds, out=str(work / "runs"), bin_dir=str(bin_dir), yes=True)
+        outcome = run(opts)
+        if outcome.code != 0 or outcome.run_dir is None:
+            log(f"history: {rev.short}: not recorded: the run exited {outcome.code}")
+            continue
+        meta = json.loads((outcome.run_dir / META_JSON).read_text())
+        fingerprint = meta["fingerprint"]
+        record = store.Record(sha=rev.sha, subject=rev.subject, committed_at=committed_at(repo, rev),
+                              measured_at=iso(utcnow()), fingerprint_id=fingerprint["fingerprint_id"],
+                              machine=machine_text(fingerprint), config=str(settings.config),
+                              points=store.points_of(outcome.run_dir))
+        where = store.save(history, record)
+        if (where / store.RUN).exists():
+            shutil.rmtree(where / store.RUN)
+        shutil.move(str(outcome.run_dir), str(where / store.RUN))
+        shutil.rmtree(builds / rev.short, ignore_errors=True)
+        log(f"history: {rev.short}: recorded in {where}")
+        made.append(where)
+    return made

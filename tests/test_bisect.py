@@ -1,0 +1,141 @@
+"""`ringsum bisect`: a real git repository of a few commits, whose own Makefile "builds" each
+revision as the hashers of this checkout behind a wrapper, one of which sleeps before it hashes.
+Each step is a real A/B run of the real hashers (hyperfine, b3sum's digest), judged as `ringsum
+check` judges; git bisect drives it in a clone inside the run directory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.check import decide
+from harness.check.load import RunData
+from harness.history.bisect import BAD, GOOD, SKIP, judge
+from harness.history.revisions import Repository, RevisionError
+from hashers_support import REPO, data_file, ringsum
+
+RELEASE = REPO / "build" / "bin"
+CONFIG = """
+[run]
+rounds = 8
+cache = "warm"
+file = "@FILE@"
+timeout_s = 30
+
+[[hashers]]
+variant = "uring_b3sum"
+
+[baselines]
+limit = false
+"""
+# A revision's "build": the hashers of this checkout behind a wrapper that sleeps SLEEP seconds
+# first (0 for a fast revision), and the list of programs the harness reads.
+MAKEFILE = """all:
+\tmkdir -p build/bin build/share/ringsum
+\tprintf '#!/bin/sh\\nsleep %s\\nexec @REAL@/uring_b3sum "$$@"\\n' "$$(cat SLEEP)" > build/bin/uring_b3sum
+\tchmod +x build/bin/uring_b3sum
+\techo uring_b3sum > build/share/ringsum/variants
+"""
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def _repo(tmp_path: Path, sleeps: list[str]) -> tuple[Path, list[str]]:
+    """A repository with one commit per entry of `sleeps` (the wrapper's sleep at that commit)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.email", "t@example.invalid")
+    _git(repo, "config", "user.name", "t")
+    (repo / "Makefile").write_text(MAKEFILE.replace("@REAL@", str(RELEASE)))
+    shas = []
+    for i, sleep in enumerate(sleeps):
+        (repo / "SLEEP").write_text(sleep)
+        (repo / "NOTES").write_text(f"commit {i}\n")
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", f"commit {i}: sleep {sleep}")
+        shas.append(_git(repo, "rev-parse", "HEAD").strip())
+    return repo, shas
+
+
+def _bisect(tmp_path: Path, repo: Path, good: str, bad: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    config = tmp_path / "bisect.toml"
+    config.write_text(CONFIG.replace("@FILE@", str(data_file(8 << 20))))
+    out = tmp_path / "out"
+    p = ringsum("bisect", "--repo", str(repo), "--good", good, "--bad", bad, "--config", str(config),
+                "--threshold", "50%", "--out", str(out))
+    dirs = list(out.glob("bisect-*")) if out.exists() else []
+    doc = json.loads((dirs[0] / "bisect.json").read_text()) if len(dirs) == 1 else {}
+    return p, doc
+
+
+def test_bisect_names_the_commit_that_sleeps(tmp_path):
+    repo, shas = _repo(tmp_path, ["0", "0", "0", "0.3", "0.3", "0.3"])
+    p, doc = _bisect(tmp_path, repo, shas[0], shas[-1])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"found: first slower commit: {shas[3][:12]} commit 3: sleep 0.3" in p.stdout
+    assert doc["outcome"]["first_bad"] == shas[3]
+    verdicts = {s["sha"]: s["verdict"] for s in doc["steps"]}
+    assert verdicts[shas[-1]] == BAD  # the bad end, measured first
+    assert all(verdicts[sha] == (BAD if i >= 3 else GOOD) for i, sha in enumerate(shas) if sha in verdicts)
+    assert all(s["ratio"] and (s["ratio"][1] > 1.5 if s["verdict"] == BAD else s["ratio"][2] <= 1.5)
+               for s in doc["steps"])
+    assert _git(repo, "status", "--porcelain") == "" and not (repo / ".git" / "BISECT_LOG").exists()
+
+
+def test_bisect_between_two_fast_commits_finds_no_slower_one(tmp_path):
+    repo, shas = _repo(tmp_path, ["0", "0", "0"])
+    p, doc = _bisect(tmp_path, repo, shas[0], shas[-1])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "no slower commit: the bad end's time / the good end's" in p.stdout
+    assert doc["outcome"]["kind"] == "no slower commit" and len(doc["steps"]) == 1
+
+
+def test_a_revision_that_does_not_build_is_skipped_with_its_reason(tmp_path):
+    repo, shas = _repo(tmp_path, ["0", "0.3"])
+    (repo / "Makefile").write_text("all:\n\tfalse\n")
+    _git(repo, "commit", "-q", "-am", "a Makefile that fails")
+    p, doc = _bisect(tmp_path, repo, shas[0], "HEAD")
+    assert p.returncode == 2, p.stdout + p.stderr
+    (step,) = doc["steps"]
+    assert step["verdict"] == SKIP and "it does not build" in step["reason"] and "make all` failed" in step["reason"]
+    assert "cannot tell whether the bad end is slower" in p.stdout
+
+
+def test_bad_revisions_are_one_line_errors(tmp_path):
+    repo, shas = _repo(tmp_path, ["0", "0"])
+    for good, bad, message in ((shas[1], shas[0], "is not an ancestor of --bad"),
+                               ("no-such-rev", shas[1], "'no-such-rev': no such commit"),
+                               ("--all", shas[1], "'--all': not a revision")):
+        p = ringsum("bisect", "--repo", str(repo), f"--good={good}", f"--bad={bad}", "--out", str(tmp_path / "out"),
+                    "--config", str(REPO / "configs" / "check.toml"))
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
+    assert not (tmp_path / "out").exists()  # nothing made for a bisect that cannot start
+    with pytest.raises(RevisionError, match="not a git repository"):
+        Repository(tmp_path)
+
+
+def _report(pooled: tuple[float, float, float], extra: list[decide.Comparison] = ()) -> decide.Report:
+    run = RunData(Path("run"), None, "warm", None, {}, {})
+    cmp = decide.Comparison(label="all hashers, pooled (1 hashers)", tool=decide.POOLED, verdict=decide.NO_CHANGE,
+                            primary="paired")
+    cmp.estimates["paired"] = decide.Estimate("paired", 1.0, 1.0, *pooled)
+    return decide.Report(run, run, decide.Settings(), [*extra, cmp])
+
+
+def test_judge_each_verdict_with_its_reason():
+    assert judge(_report((1.0, 0.98, 1.02)), 0.05)[0] == GOOD
+    verdict, reason = judge(_report((1.04, 0.99, 1.09)), 0.05)
+    assert verdict == SKIP and "cannot decide" in reason and "1.040 [0.990, 1.090]" in reason
+    slow = decide.Comparison(label="uring_b3sum", tool="hasher", verdict=decide.REGRESSION, primary="paired")
+    slow.estimates["paired"] = decide.Estimate("paired", 1.0, 1.2, 1.2, 1.15, 1.25)
+    verdict, reason = judge(_report((1.2, 1.15, 1.25), [slow]), 0.05)
+    assert verdict == BAD and "uring_b3sum: time ratio 1.200 [1.150, 1.250]" in reason
+    failed = decide.Comparison(label="uring_b3sum", tool="hasher", verdict=decide.FAILED, reason="hash mismatch")
+    assert judge(_report((1.0, 0.98, 1.02), [failed]), 0.05) == (
+        SKIP, "a command failed, so its time says nothing: uring_b3sum: hash mismatch")
