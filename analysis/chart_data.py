@@ -39,7 +39,7 @@ ROLES = {
     "reader": Role(f"readers: {', '.join(READ_TOOLS[:-1])}, {READER} [[commands]] (greys; the speed limit)",
                    ("#555555", "#8c8c8c", "#333333", "#737373", "#9a9a9a")),
     REFERENCE_HASH: Role(f"{the_tool(REFERENCE_HASH)}, the official BLAKE3 (orange)", ("#e6730b", "#f2a65a")),
-    OTHER_HASH: Role(f"{', '.join(tools_with(OTHER_HASH))}, a non-cryptographic hash (magenta)", ("#b5179e", "#e05fc8")),
+    OTHER_HASH: Role(f"{', '.join(tools_with(OTHER_HASH))}: other hashes, not BLAKE3 (magentas)", ("#b5179e", "#e05fc8")),
     "command": Role("other [[commands]] (greens)", ("#2e8b3a", "#7cc46b", "#1b5e20")),
 }
 
@@ -68,10 +68,10 @@ def colour(variant: str, tool: str | None = None) -> str:
     family = ROLES[role(tool or _tool_of(variant))].colours
     if variant in _OURS_ORDER:
         return family[_OURS_ORDER.index(variant) % len(family)]
-    if variant in TOOLS and TOOLS[variant].reads_only:
-        readers = [t.name for t in TOOL_LIST if t.reads_only]
-        return family[readers.index(variant) % len(family)]
-    return family[0] if variant in TOOLS else family[sum(map(ord, variant)) % len(family)]
+    if variant in TOOLS:  # each tool its own member of its role's family, in the registry's order
+        alike = [t.name for t in TOOL_LIST if role(t.name) == role(variant)]
+        return family[alike.index(variant) % len(family)]
+    return family[sum(map(ord, variant)) % len(family)]
 
 
 def role_handles(tools: object) -> list[Patch]:

@@ -31,6 +31,7 @@ from typing import Any
 
 from harness import stats
 from harness.check import decide
+from harness.check.hyperfine_export import is_hyperfine_export, load_export
 from harness.check.load import CheckError, RunData, load_run
 from harness.pipeline.counters import CounterChange
 from harness.units import about_size
@@ -54,6 +55,7 @@ class Comparison:
     differences: list[str]  # why the runs are not compared; empty when they are
     rows: list[decide.Comparison] = field(default_factory=list)
     counters: list[CounterChange] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # about the runs themselves (a hyperfine export's machine)
 
     @property
     def compared(self) -> bool:
@@ -147,11 +149,12 @@ def _run_line(name: str, run: RunData) -> str:
 def notes(result: Comparison) -> list[str]:
     """What the table says and how: the ratio convention once, then how B/A was estimated."""
     if not result.compared:
-        return ["not compared: " + "; ".join(result.differences)]
+        return [*result.notes, "not compared: " + "; ".join(result.differences)]
     s = result.settings
     verdicts = [VERDICT_NAMES.get(r.verdict, r.verdict) for r in result.rows]
     t = f"±{s.threshold * 100:g}%"
-    return [", ".join(f"{verdicts.count(v)} {v}" for v in VERDICT_ORDER if v in verdicts) or "no command in both runs",
+    return [*result.notes,
+            ", ".join(f"{verdicts.count(v)} {v}" for v in VERDICT_ORDER if v in verdicts) or "no command in both runs",
             f"ratios: {stats.RATIO_CONVENTION}",
             f"B/A here: B's median time / A's (A is the reference); runs made apart do not pair by round, so the "
             f"{s.confidence * 100:g}% interval is a percentile bootstrap, each run resampled on its own "
@@ -203,7 +206,8 @@ def add_parser(sub: Any, help_text: str) -> None:
     p = sub.add_parser("compare", help=help_text,
                        description="Per command: median time in RUN_A and RUN_B, the ratio B/A with its interval, "
                                    "faster / slower / no change / inconclusive. Exit 0; 2 when a run cannot be read.")
-    p.add_argument("run_a", metavar="RUN_A", help="run directory: the reference (the ratio's denominator)")
+    p.add_argument("run_a", metavar="RUN_A", help="run directory, or a hyperfine --export-json file of the same "
+                   "commands: the reference (the ratio's denominator)")
     p.add_argument("run_b", metavar="RUN_B", help="run directory compared with it")
     p.add_argument("--threshold", default=f"{decide.DEFAULT_THRESHOLD:.0%}", metavar="PCT",
                    help="smallest change that counts (default %(default)s)")
@@ -219,13 +223,18 @@ def run_compare(a: argparse.Namespace) -> int:
             fractions.append(decide.parse_fraction(text))
         except ValueError as e:
             raise CheckError(f"{option}: {e}") from None
-    runs = []
-    for name, path in (("RUN_A", a.run_a), ("RUN_B", a.run_b)):
+    runs, notes = [], []
+    for name, path in (("RUN_B", a.run_b), ("RUN_A", a.run_a)):
         try:
-            runs.append(load_run(path))
+            if name == "RUN_A" and is_hyperfine_export(Path(path)):
+                export, notes = load_export(Path(path), runs[0])
+                runs.insert(0, export)
+            else:
+                runs.insert(0, load_run(path))
         except CheckError as e:
             raise CheckError(f"{name}: {e}") from None
     result = compare_runs(*runs, *fractions)
+    result.notes += notes
     print(format_text(result), end="")
     if a.markdown:
         try:

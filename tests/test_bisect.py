@@ -92,7 +92,7 @@ def test_bisect_between_two_fast_commits_finds_no_slower_one(tmp_path):
     repo, shas = _repo(tmp_path, ["0", "0", "0"])
     p, doc = _bisect(tmp_path, repo, shas[0], shas[-1])
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "no slower commit: the bad end's time / the good end's" in p.stdout
+    assert "\nno slower commit: the bad end's time / the good end's" in p.stdout
     assert doc["outcome"]["kind"] == "no slower commit" and len(doc["steps"]) == 1
 
 

@@ -54,7 +54,7 @@ def _store(tmp_path: Path) -> Path:
         scaled = {lbl: replace(p, median_s=p.median_s * factor, low_s=p.low_s * factor, high_s=p.high_s * factor,
                                times_s=[t * factor for t in p.times_s]) for lbl, p in points.items()}
         store.save(history, store.Record(sha=f"{i:02d}" + "a" * 38, subject=f"commit {i}",
-                                         committed_at=f"2026-11-{i + 1:02d}T00:00:00+00:00",
+                                         committed_at=f"2026-11-{i + 1:02d}T00:00:00+00:00", depth=100 + i,
                                          measured_at="2026-11-25T00:00:00Z",
                                          fingerprint_id=fingerprint["fingerprint_id"], machine="the kept run's machine",
                                          config="configs/quick.toml", points=scaled))

@@ -1,6 +1,7 @@
 """The baseline tools, each declared once: its config knobs, how its command line and label are
-made, whether it only reads (the speed limit), its estimate and its colour in the charts. A tool
-not listed here needs no Python at all: a config's `[[commands]]` entry runs any program.
+made, its roles (what code asks for instead of its name) and its estimate; the charts colour it
+by role. A tool not listed here needs no Python at all: a config's `[[commands]]` entry runs any
+program.
 """
 
 from __future__ import annotations
@@ -45,7 +46,6 @@ class Tool:
     name: str
     knobs: dict[str, tuple[config_values.Parser, tuple[Any, ...]]]  # config key -> (parser, default values)
     command: Callable[[str, dict[str, Any], Dataset], ToolCommand | None]  # (exe, knobs, dataset); None: n/a
-    colour: str
     roles: frozenset[str] = frozenset()
     pipe_output: bool = False  # its output goes through a pipe, not to /dev/null (which it would notice)
     start_s: float = 0.0  # its own start-up, for the estimate
@@ -125,19 +125,19 @@ def _fio(exe: str, knobs: dict[str, Any], d: Dataset) -> ToolCommand | None:
 
 TOOL_LIST = (
     # one file: cat; a tree: cat, and 16 cats at once through xargs
-    Tool("cat", {"jobs": (config_values.posint, (1,))}, _cat, colour="#7f7f7f",
+    Tool("cat", {"jobs": (config_values.posint, (1,))}, _cat,
          roles=frozenset({LIMIT_READER, PLAIN_READ}), limit_grid={"jobs": [1, 16]}),
-    Tool("tar", {}, _tar, colour="#bcbd22", roles=frozenset({LIMIT_READER}), pipe_output=True,
+    Tool("tar", {}, _tar, roles=frozenset({LIMIT_READER}), pipe_output=True,
          limit_grid={}),  # trees only, as dd and fio are files only
     Tool("dd", {"bs": (config_values.size, (1 << 20,)), "direct": (config_values.boolean, (False,))}, _dd,
-         colour="#8c564b", roles=frozenset({LIMIT_READER}), limit_grid={"bs": ["64K", "1M", "2M"]}),
+         roles=frozenset({LIMIT_READER}), limit_grid={"bs": ["64K", "1M", "2M"]}),
     Tool("b3sum", {"num_threads": (config_values.threads, (None,)), "no_mmap": (config_values.boolean, (False,))},
-         _b3sum, colour="#ff7f0e", roles=frozenset({REFERENCE_HASH, B3SUM_OUTPUT}), version=lambda out: out.split()[-1]),
-    Tool("xxhsum", {"algo": (_xxh_algo, ("xxh64",))}, _xxhsum, colour="#e377c2", roles=frozenset({OTHER_HASH}),
+         _b3sum, roles=frozenset({REFERENCE_HASH, B3SUM_OUTPUT}), version=lambda out: out.split()[-1]),
+    Tool("xxhsum", {"algo": (_xxh_algo, ("xxh64",))}, _xxhsum, roles=frozenset({OTHER_HASH}),
          hash_Bps=6e9, version=lambda out: re.search(r"\d+\.\d+\.\d+", out).group(0)),
     Tool("fio", {"bs": (config_values.size, (512 << 10,)), "iodepth": (config_values.posint, (2,)),
                  "direct": (config_values.boolean, (True,))}, _fio,
-         colour="#d62728", roles=frozenset({LIMIT_READER, SELF_TIMED}), start_s=0.3,  # start-up: a guess for estimates
+         roles=frozenset({LIMIT_READER, SELF_TIMED}), start_s=0.3,  # start-up: a guess for estimates
          version=lambda out: out.strip().removeprefix("fio-"),
          # io_uring reads buffered and O_DIRECT, shallow with the article's best and deep
          limit_grid=[{"bs": "512K", "iodepth": 2, "direct": True}, {"bs": "2M", "iodepth": 8, "direct": True},

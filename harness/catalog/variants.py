@@ -60,11 +60,17 @@ def manifest(bin_dir: Path) -> Path:
 
 def names(bin_dir: Path | None = None) -> tuple[str, ...]:
     """The programs built into `bin_dir` (default: default_bin_dir()), in the Makefile's order."""
-    listed = manifest(Path(bin_dir) if bin_dir else default_bin_dir())
+    bin_dir = Path(bin_dir) if bin_dir else default_bin_dir()
+    listed = manifest(bin_dir)
     try:
         return tuple(line for line in listed.read_text().split() if line)
     except OSError:
-        raise VariantsError(f"{listed}: not found; build the hashers first (make all)") from None
+        pass
+    if bin_dir.parent.name == "build" and bin_dir.is_dir():
+        # An older revision's build (`ringsum bisect`, `ringsum history`), from before the Makefile
+        # listed its programs: a checkout's build/bin holds its programs and nothing else.
+        return tuple(sorted(p.name for p in bin_dir.iterdir() if p.is_file() and os.access(p, os.X_OK)))
+    raise VariantsError(f"{listed}: not found; build the hashers first (make all)")
 
 
 def _describe(binary: Path) -> dict[str, Any]:
@@ -81,7 +87,6 @@ def _describe(binary: Path) -> dict[str, Any]:
     try:
         data = json.loads(done.stdout)
         data["knobs"][0]["name"]
-        data["variant_info"]["summary"]
     except (ValueError, KeyError, IndexError, TypeError) as e:
         raise VariantsError(f"{binary} --knobs-json: not a knob table and variant description ({e})") from None
     return data
@@ -89,8 +94,19 @@ def _describe(binary: Path) -> dict[str, Any]:
 
 @functools.cache
 def described(bin_dir: Path) -> dict[str, dict[str, Any]]:
-    """Each program of `bin_dir` -> its --knobs-json, run once per process."""
-    return {name: _describe(bin_dir / name) for name in names(bin_dir)}
+    """Each program of `bin_dir` -> its --knobs-json, run once per process. A program of an older
+    revision that does not describe itself yet is taken to be what the same program of this
+    checkout's build says it is (bisect and history run older builds)."""
+    out = {name: _describe(bin_dir / name) for name in names(bin_dir)}
+    for name, data in out.items():
+        if not isinstance(data.get("variant_info"), dict):
+            here = default_bin_dir().absolute()
+            current = described(here).get(name) if here != bin_dir else None
+            if not current or not isinstance(current.get("variant_info"), dict):
+                raise VariantsError(f"{bin_dir / name} --knobs-json: no variant description, and no program "
+                                    f"of that name in {here} to take one from")
+            data["variant_info"] = current["variant_info"]
+    return out
 
 
 def variant_list(bin_dir: Path | None = None) -> tuple[Variant, ...]:

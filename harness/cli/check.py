@@ -10,6 +10,7 @@ from harness.catalog.variants import BIN_DIR_HELP
 from harness.check import decide, instructions, saved_runs
 from harness.check import load as check_load
 from harness.check import report as check_report
+from harness.check.hyperfine_export import is_hyperfine_export, load_export
 from harness.cli.args import Parser, add_file_args, fraction_arg, posint_arg, size_arg
 from harness.machine import sysinfo
 from harness.pipeline import results
@@ -26,7 +27,8 @@ def add_parsers(sub: Any) -> None:
     c = sub.add_parser("check", help=HELP["check"])
     against = c.add_mutually_exclusive_group()
     against.add_argument("--baseline", metavar="RUN_DIR|NAME",
-                         help="a run directory, or a baseline saved for this machine (a name, or `latest`)")
+                         help="a run directory, a baseline saved for this machine (a name, or `latest`), or a "
+                              "hyperfine --export-json file of the same commands")
     against.add_argument("--against", metavar="BIN_DIR",
                          help="A/B: run the config's hashers from --bin-dir and from BIN_DIR (the baseline "
                               "build) in the same rounds, and compare them round by round (needs --config); "
@@ -80,7 +82,8 @@ def _cmd_check(a: argparse.Namespace) -> int:
         raise decide.CheckError(f"--against {a.against}: not a directory of hasher binaries")
     if a.against is None and a.baseline is None and a.current is None:
         raise decide.CheckError("give a baseline: --baseline RUN_DIR|NAME, or --against BIN_DIR (A/B)")
-    base_dir = None if a.against or a.baseline is None else \
+    export = Path(a.baseline) if a.baseline and is_hyperfine_export(Path(a.baseline)) else None
+    base_dir = None if a.against or a.baseline is None or export else \
         saved_runs.find(a.baseline, sysinfo.fingerprint(a.file)["fingerprint_id"])
     if a.config:
 
@@ -90,13 +93,17 @@ def _cmd_check(a: argparse.Namespace) -> int:
     else:
         current_dir = Path(a.current)
     current = check_load.load_run(current_dir)
-    if base_dir is None:
+    notes = []
+    if export:
+        base, notes = load_export(export, current)
+    elif base_dir is None:
         if not check_load.is_ab_run(current):
             raise decide.CheckError(f"{current_dir}: not an A/B run (no {BASELINE_PREFIX} commands); give --baseline")
         base, current = check_load.split_ab(current)
     else:
         base = check_load.load_run(base_dir)
     report = decide.compare(base, current, settings)
+    report.notes += notes
     if a.instructions:
         now = instructions.instructions_now(Path(a.bin_dir) if a.bin_dir else None)
         before = (instructions.instructions_now(Path(a.against)) if a.against else

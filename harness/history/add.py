@@ -36,10 +36,8 @@ def machine_text(fingerprint: dict) -> str:
             f"{fingerprint.get('fs_type') or '?'} on {fingerprint.get('source') or '?'}")
 
 
-def committed_at(repo: Repository, rev: Revision) -> str:
-    done = subprocess.run(["git", "-C", str(repo.source), "log", "-1", "--format=%cI", rev.sha],
-                          capture_output=True, text=True, timeout=60)
-    return done.stdout.strip()
+def _git(repo: Repository, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo.source), *args], capture_output=True, text=True, timeout=60).stdout.strip()
 
 
 def add(repo: Repository, revs: list[Revision], history: Path, settings: Settings,
@@ -65,7 +63,8 @@ def add(repo: Repository, revs: list[Revision], history: Path, settings: Setting
             continue
         meta = json.loads((outcome.run_dir / META_JSON).read_text())
         fingerprint = meta["fingerprint"]
-        record = store.Record(sha=rev.sha, subject=rev.subject, committed_at=committed_at(repo, rev),
+        record = store.Record(sha=rev.sha, subject=rev.subject, committed_at=_git(repo, "log", "-1", "--format=%cI", rev.sha),
+                              depth=int(_git(repo, "rev-list", "--count", rev.sha) or 0),
                               measured_at=iso(utcnow()), fingerprint_id=fingerprint["fingerprint_id"],
                               machine=machine_text(fingerprint), config=str(settings.config),
                               points=store.points_of(outcome.run_dir))

@@ -5,12 +5,15 @@ against the good build in the same interleaved rounds, as `ringsum check --again
 verdict is git bisect's, with the evidence: bad (slower: the interval of a command's time ratio,
 or all hashers' pooled, lies above 1 + threshold), good (the pooled interval rules out a slowdown
 beyond the threshold), or skip (a build or a command that fails, or an interval the check cannot
-decide): never a guess. git bisect runs in a bare clone inside the run directory, so the
-repository and its working tree are never touched.
+decide): never a guess. The question is time: a change in the I/O counters (`ringsum check`
+judges those too) is no slower commit by itself, and three probes a step are too few to bisect by.
+git bisect runs in a bare clone inside the run directory, so the repository and its working tree
+are never touched.
 
 The bad end is measured first. When it is not slower there is nothing to find ("no slower
-commit"); when it is slower by less than the threshold, the slowdown is too small for the check
-to bisect, and when its interval reaches past the threshold it is undecided: each said so.
+commit"); when it is slower by less than the threshold, or its interval reaches past the
+threshold without lying above it, the slowdown is too small to see with these rounds; a bad end
+that does not build or run leaves it undecided: each said so.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from harness.history.revisions import Repository, Revision, RevisionError
 from harness.pipeline.run_request import Options
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
+UNCLEAR = "the check cannot decide: "  # a skip for the interval's sake, not for a broken build
 BISECT_JSON = "bisect.json"
 # What the run ends with: a first slower commit, none between the ends, or no answer.
 FOUND, NONE_SLOWER, TOO_SMALL, UNDECIDED = "found", "no slower commit", "too small to see", "undecided"
@@ -96,17 +100,14 @@ def judge(report: decide.Report, threshold: float) -> tuple[str, str]:
     if slower:
         e = slower[0].estimates.get(slower[0].primary or "")
         return BAD, f"slower: {slower[0].label}: time ratio {_ratio_text(e) if e else '-'}, above 1 + {threshold:.0%}"
-    worse = [c for c in report.counters if c.verdict == decide.REGRESSION]
-    if worse:
-        return BAD, f"its I/O got worse: {worse[0].label}: {worse[0].counter} {worse[0].change}"
     overall, pooled = _overall(report), _pooled(report)
     if overall is None or pooled is None:
         return SKIP, "no hasher ran in both builds"
     if overall.verdict == decide.TOO_FEW:
-        return SKIP, f"too few rounds to decide: {overall.reason}"
+        return SKIP, f"{UNCLEAR}too few rounds to decide: {overall.reason}"
     if pooled.high <= 1 + threshold:
         return GOOD, f"no slowdown beyond {threshold:.0%}: all hashers pooled {_ratio_text(pooled)}"
-    return SKIP, (f"the check cannot decide: all hashers pooled {_ratio_text(pooled)} reaches past "
+    return SKIP, (f"{UNCLEAR}all hashers pooled {_ratio_text(pooled)} reaches past "
                   f"1 + {threshold:.0%} without lying above it")
 
 
@@ -185,10 +186,12 @@ class Bisection:
                            f"all hashers pooled, its time / the good end's {ratio}: too small for the check "
                            "to bisect (a lower --threshold, with more --rounds, may see it)", steps=self.steps)
         if end.verdict == GOOD:
-            return Outcome(NONE_SLOWER, f"no slower commit: the bad end's time / the good end's {ratio}, "
+            return Outcome(NONE_SLOWER, f"the bad end's time / the good end's {ratio}, "
                            f"no slowdown beyond {thr:.0%}", steps=self.steps)
-        return Outcome(UNDECIDED, f"cannot tell whether the bad end is slower: {end.reason} "
-                       "(more --rounds narrow the interval)", steps=self.steps)
+        if end.reason.startswith(UNCLEAR):
+            return Outcome(TOO_SMALL, f"a slowdown, if there is one, too small to see in these rounds: "
+                           f"{end.reason.removeprefix(UNCLEAR)} (more --rounds narrow the interval)", steps=self.steps)
+        return Outcome(UNDECIDED, f"cannot tell whether the bad end is slower: {end.reason}", steps=self.steps)
 
     def _bisect(self, good: Revision, bad: Revision) -> Outcome:
         self.repo.git("bisect", "start", "--no-checkout", bad.sha, good.sha)

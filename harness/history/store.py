@@ -44,7 +44,8 @@ class Point:
 class Record:
     sha: str
     subject: str
-    committed_at: str  # the committer date, ISO 8601: the order of the points
+    committed_at: str  # the committer date, ISO 8601
+    depth: int  # commits it reaches (git rev-list --count): the points' order, whatever the dates
     measured_at: str
     fingerprint_id: str
     machine: str  # the machine in words (CPU, SIMD level, cores), as meta.json has it
@@ -86,7 +87,7 @@ def save(store: Path, record: Record) -> Path:
 
 
 def load(store: Path) -> dict[str, list[Record]]:
-    """fingerprint_id -> its records, in commit order (committer date, then hash)."""
+    """fingerprint_id -> its records, in commit order (depth, then committer date, then hash)."""
     if not store.is_dir() or store.is_symlink():
         raise StoreError(f"{store}: no history store here (fill one with `ringsum history add`)")
     machines: dict[str, list[Record]] = {}
@@ -99,5 +100,5 @@ def load(store: Path) -> dict[str, list[Record]]:
             raise StoreError(f"{path}: not a history record ({e})") from None
         machines.setdefault(record.fingerprint_id, []).append(record)
     for records in machines.values():
-        records.sort(key=lambda r: (r.committed_at, r.sha))
+        records.sort(key=lambda r: (r.depth, r.committed_at, r.sha))
     return machines
