@@ -1,6 +1,7 @@
 """`ringsum history show`: the history store as a page, history.html, one chart per command and
-machine across commits, each change PELT finds marked with its size and interval
-(harness/history/changes.py). Points of two machines are never drawn on one line."""
+machine across commits (its time / the reference build's in the same rounds), each change PELT
+finds marked with its size and interval (harness/history/changes.py). Points of two machines are
+never drawn on one line."""
 
 from __future__ import annotations
 
@@ -27,12 +28,13 @@ table{border-collapse:collapse;font-size:.9em;margin:.5em 0}td,th{border-bottom:
 
 
 def _chart(label: str, records: list[store.Record], found: list[Change]) -> str:
-    """One command's median time per commit, with its interval, and the changes: inline SVG."""
+    """One command's time ratio to the reference per commit, with its interval, and the changes: inline SVG."""
     xs = [i for i, r in enumerate(records) if label in r.points]
     pts = [records[i].points[label] for i in xs]
     fig, ax = plt.subplots(figsize=(10, 3.2), layout="constrained")
-    med = [p.median_s * 1e3 for p in pts]
-    err = [[(p.median_s - p.low_s) * 1e3 for p in pts], [(p.high_s - p.median_s) * 1e3 for p in pts]]
+    med = [p.ratio for p in pts]
+    err = [[p.ratio - p.low for p in pts], [p.high - p.ratio for p in pts]]
+    ax.axhline(1, color="#999999", lw=0.8)
     ax.errorbar(xs, med, yerr=err, fmt="o-", color="#1f5fbf", ecolor="#6aa5e0", capsize=3, lw=1.2, ms=4)
     for c in found:
         colour = "#b00020" if c.low > 1 else "#1b6e20" if c.high < 1 else "#777777"
@@ -40,8 +42,8 @@ def _chart(label: str, records: list[store.Record], found: list[Change]) -> str:
         ax.annotate(c.text(), (c.index - 0.5, max(med)), textcoords="offset points", xytext=(4, 0),
                     color=colour, fontsize=8, va="top")
     ax.set_xticks(range(len(records)), [r.sha[:8] for r in records], rotation=45, ha="right", fontsize=8)
-    ax.set_ylabel("median time (ms)")
-    ax.set_title(f"{label}: median over rounds [95% interval] per commit; dashed: a change (time after / before)",
+    ax.set_ylabel("time / the reference's")
+    ax.set_title(f"{label}: its time / the reference build's, same rounds [95% interval]; dashed: a change",
                  fontsize=9)
     ax.grid(axis="y", color="#e5e5e5")
     buf = io.StringIO()
@@ -54,11 +56,13 @@ def _section(fingerprint: str, records: list[store.Record]) -> str:
     labels = sorted({label for r in records for label in r.points}, key=lambda s: (s.startswith(("cat", "fio")), s))
     out = [f"<h2>Machine {html.escape(fingerprint)}: {html.escape(records[-1].machine)}</h2>",
            f"<p>{len(records)} commits, from {html.escape(records[0].committed_at)} to "
-           f"{html.escape(records[-1].committed_at)}; config <code>{html.escape(records[-1].config)}</code>.</p>"]
+           f"{html.escape(records[-1].committed_at)}; each run beside the reference build "
+           f"<code>{html.escape(records[-1].reference[:12])}</code> in the same rounds; config "
+           f"<code>{html.escape(records[-1].config)}</code>.</p>"]
     rows = []
     for label in labels:
         series = [r for r in records if label in r.points]
-        found = changes([r.points[label].median_s for r in series], [r.points[label].times_s for r in series])
+        found = changes([r.points[label].ratio for r in series], [r.points[label].ratios for r in series])
         index = {id(r): i for i, r in enumerate(records)}
         found = [Change(index[id(series[c.index])], c.ratio, c.low, c.high) for c in found]
         out += [f"<h3>{html.escape(label)}</h3>", f"<figure>{_chart(label, records, found)}</figure>"]
@@ -83,9 +87,10 @@ def write_page(history: Path, out: Path) -> Path:
     sections = [_section(fp, records) for fp, records in sorted(machines.items())]
     page = (f"<!doctype html><html lang='en'><head><meta charset='utf-8'><meta name='viewport' "
             f"content='width=device-width, initial-scale=1'><title>ringsum history</title><style>{STYLE}</style>"
-            "</head><body><h1>ringsum history</h1><p>Each point: the median time of a command over the rounds "
-            "of one run of that commit's build, with its 95% interval. Changes: PELT on the log of the medians; "
-            "each marked with the median time after it / before it, a bootstrap interval over the rounds of the "
+            "</head><body><h1>ringsum history</h1><p>Each point: a command of that commit's build, its time / "
+            "the reference build's in the same shuffled rounds (the median of the per-round ratios, with its 95% "
+            "interval), which the machine's drift between commits leaves alone. Changes: PELT on the log of those "
+            "ratios; each marked with the ratio after it / before it, a bootstrap interval over the rounds of the "
             "commits on either side, up to the next change.</p>"
             + "\n".join(sections) + "</body></html>\n")
     out.mkdir(parents=True, exist_ok=True)

@@ -139,3 +139,25 @@ def test_judge_each_verdict_with_its_reason():
     failed = decide.Comparison(label="uring_b3sum", tool="hasher", verdict=decide.FAILED, reason="hash mismatch")
     assert judge(_report((1.0, 0.98, 1.02), [failed]), 0.05) == (
         SKIP, "a command failed, so its time says nothing: uring_b3sum: hash mismatch")
+
+
+def test_history_add_runs_each_commit_beside_the_reference(tmp_path):
+    repo, shas = _repo(tmp_path, ["0", "0", "0.3"])
+    config = tmp_path / "history.toml"
+    config.write_text(CONFIG.replace("@FILE@", str(data_file(8 << 20))))
+    history = tmp_path / "history"
+    p = ringsum("history", "add", *shas, "--repo", str(repo), "--config", str(config), "--store", str(history))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert (history / "REFERENCE").read_text().strip() == shas[0]
+    records = [json.loads(path.read_text()) for path in sorted(history.glob("*/*/record.json"))]
+    by_sha = {r["sha"]: r for r in records}
+    assert set(by_sha) == set(shas) and all(r["reference"] == shas[0] for r in records)
+    (point,) = by_sha[shas[2]]["points"].values()
+    assert point["low"] > 5 and point["n"] == 8  # 0.3 s of sleep over a hash of milliseconds
+    assert all(abs(next(iter(by_sha[s]["points"].values()))["ratio"] - 1) < 0.5 for s in shas[:2])
+    assert not list((history / ".work" / "builds").glob(shas[1][:12]))  # a measured build is not kept
+    p = ringsum("history", "add", shas[1], "--repo", str(repo), "--config", str(config), "--store", str(history),
+                "--reference", shas[1])
+    assert p.returncode == 2 and "measures beside" in p.stderr and p.stderr.count("\n") == 1
+    p = ringsum("history", "show", "--store", str(history), "--out", str(tmp_path / "page"))
+    assert p.returncode == 0 and (tmp_path / "page" / "history.html").is_file(), p.stderr

@@ -1,6 +1,7 @@
 """`ringsum history`: the store, PELT's change points, and the page. The store here is filled from
-a kept run directory (docs/decisions/quick-run) as twelve made-up commits, the last five with every
-time 20% longer: the change the page must mark, with its interval, and nowhere else."""
+a kept A/A run directory (docs/decisions/aa-run: a build beside an identical reference build) as
+twelve made-up commits, the last five with every ratio 20% higher: the change the page must mark,
+with its interval, and nowhere else."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from harness.history.changes import changes, noise, pelt
 pytestmark = pytest.mark.independent
 
 REPO = Path(__file__).resolve().parent.parent
-KEPT = REPO / "docs" / "decisions" / "quick-run"
+KEPT = REPO / "docs" / "decisions" / "aa-run"
 LABEL = "uring_b3sum bs=4M qd=8 buf=16"
 
 
@@ -46,17 +47,18 @@ def test_a_change_has_its_size_and_interval():
 
 def _store(tmp_path: Path) -> Path:
     points = store.points_of(KEPT)
-    assert LABEL in points and points[LABEL].n == 8
+    assert LABEL in points and points[LABEL].n == 20 and "baseline:" + LABEL not in points
     fingerprint = json.loads((KEPT / "meta.json").read_text())["fingerprint"]
     history = tmp_path / "history"
     for i in range(12):
         factor = 1.2 if i >= 7 else 1.0
-        scaled = {lbl: replace(p, median_s=p.median_s * factor, low_s=p.low_s * factor, high_s=p.high_s * factor,
-                               times_s=[t * factor for t in p.times_s]) for lbl, p in points.items()}
+        scaled = {lbl: replace(p, ratio=p.ratio * factor, low=p.low * factor, high=p.high * factor,
+                               ratios=[r * factor for r in p.ratios]) for lbl, p in points.items()}
         store.save(history, store.Record(sha=f"{i:02d}" + "a" * 38, subject=f"commit {i}",
                                          committed_at=f"2026-11-{i + 1:02d}T00:00:00+00:00", depth=100 + i,
                                          measured_at="2026-11-25T00:00:00Z",
-                                         fingerprint_id=fingerprint["fingerprint_id"], machine="the kept run's machine",
+                                         fingerprint_id=fingerprint["fingerprint_id"], reference="ab" * 20,
+                                         machine="the kept run's machine",
                                          config="configs/quick.toml", points=scaled))
     return history
 
@@ -94,4 +96,4 @@ def test_a_broken_or_planted_store_is_one_line(tmp_path):
     planted.symlink_to(history)
     with pytest.raises(store.StoreError, match="no history store here"):
         store.load(planted)
-    assert math.isfinite(store.points_of(KEPT)[LABEL].median_s)
+    assert math.isfinite(store.points_of(KEPT)[LABEL].ratio)

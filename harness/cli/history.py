@@ -52,6 +52,8 @@ def add_history_parser(sub: Any) -> None:
     add.add_argument("--size", type=size_arg, metavar="SIZE", help="size of the generated random test file")
     add.add_argument("--dir", metavar="DIR", help="where --size generates its file (default build/data)")
     add.add_argument("--store", default=str(DEFAULT_STORE), metavar="DIR", help=f"the store (default {DEFAULT_STORE})")
+    add.add_argument("--reference", metavar="REV",
+                     help="a new store's reference build, run beside every commit (default the first REV)")
     show = hsub.add_parser("show", help="history.html: a chart per command and machine, changes marked")
     show.add_argument("--store", default=str(DEFAULT_STORE), metavar="DIR", help=f"the store (default {DEFAULT_STORE})")
     show.add_argument("--out", metavar="DIR", help="where history.html goes (default: the store)")
@@ -65,8 +67,9 @@ def _cmd_history_add(a: argparse.Namespace) -> int:
     try:
         repo = Repository(repo_dir)
         revs = [repo.resolve(r) for r in a.revs]
-        made = history_add.add(repo, revs, Path(a.store), history_add.Settings(config.absolute(), a.rounds, a.file,
-                                                                               a.size, a.dir), log)
+        reference = repo.resolve(a.reference) if a.reference else None
+        settings = history_add.Settings(config.absolute(), a.rounds, a.file, a.size, a.dir)
+        made = history_add.add(repo, revs, Path(a.store), settings, log, reference)
     except RevisionError as e:
         raise decide.CheckError(str(e)) from None
     return 0 if len(made) == len(revs) else 1

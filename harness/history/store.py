@@ -1,12 +1,17 @@
 """The history store: one directory per machine and commit, in a results tree a CI job can cache
 or publish (`ringsum history add` fills it, `ringsum history show` draws it).
 
+    <store>/REFERENCE                               the reference commit every commit is run beside
     <store>/<fingerprint_id>/<commit>/record.json   the commit, the machine, when, and per command
-                                                    its median time with its interval
-    <store>/<fingerprint_id>/<commit>/run/          the run directory the record comes from
+                                                    its time / the reference build's in the same
+                                                    rounds, with its interval and per-round ratios
+    <store>/<fingerprint_id>/<commit>/run/          the A/B run directory the record comes from
 
-Points measured on another machine live under another fingerprint and are never joined into one
-line with these.
+Commits are measured minutes or months apart, and a machine drifts in between: a first history of
+ten commits here, measured one after another, moved by a third with the same C code. So every
+commit runs beside one reference build in the same shuffled rounds, and the record keeps the
+paired ratio, which the drift of the machine leaves alone. Points measured on another machine live
+under another fingerprint and are never joined into one line with these.
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ from typing import Any
 
 from harness import stats
 from harness.pipeline import results as res
-from harness.pipeline.verdict import by_round
+from harness.pipeline.config_schema import BASELINE_PREFIX
+from harness.pipeline.verdict import by_round, paired
 
 RECORD_JSON = "record.json"
 RUN = "run"
+REFERENCE = "REFERENCE"
 
 
 class StoreError(Exception):
@@ -31,13 +38,15 @@ class StoreError(Exception):
 
 @dataclass
 class Point:
-    """One command's time at one commit: its median with the interval (stats.median_interval)."""
+    """One command at one commit: its time / the reference build's in the same rounds, the median
+    of the per-round ratios with its interval (verdict.paired), and its own median time."""
 
-    median_s: float
-    low_s: float
-    high_s: float
+    ratio: float
+    low: float
+    high: float
     n: int
-    times_s: list[float] = field(default_factory=list)  # per round: what a change's interval is drawn from
+    median_s: float
+    ratios: list[float] = field(default_factory=list)  # per round: what a change's interval is drawn from
 
 
 @dataclass
@@ -48,6 +57,7 @@ class Record:
     depth: int  # commits it reaches (git rev-list --count): the points' order, whatever the dates
     measured_at: str
     fingerprint_id: str
+    reference: str  # the commit whose build ran beside it
     machine: str  # the machine in words (CPU, SIMD level, cores), as meta.json has it
     config: str
     points: dict[str, Point] = field(default_factory=dict)  # command label -> its time
@@ -59,15 +69,30 @@ class Record:
 
 
 def points_of(run_dir: Path) -> dict[str, Point]:
-    """Every succeeded command of a finished run: its median over rounds, with its interval."""
-    runs = res.read_runs(run_dir / res.RUNS_CSV)
+    """Every command of a finished A/B run that ran beside its reference twin: the paired ratio."""
+    times = by_round(res.read_runs(run_dir / res.RUNS_CSV))
     out = {}
-    for label, rounds in by_round(runs).items():
-        times = list(rounds.values())
-        if times:
-            m = stats.median_interval(times)
-            out[label] = Point(m.median, m.low, m.high, m.n, [rounds[r] for r in sorted(rounds)])
+    for label, rounds in times.items():
+        twin = times.get(BASELINE_PREFIX + label)
+        if label.startswith(BASELINE_PREFIX) or not twin:
+            continue
+        common = sorted(set(rounds) & set(twin))
+        if common:
+            e = paired(rounds, twin)
+            out[label] = Point(e.median, e.low, e.high, e.n, stats.median_interval(list(rounds.values())).median,
+                               [rounds[r] / twin[r] for r in common])
     return out
+
+
+def reference(store: Path) -> str | None:
+    path = _checked_dir(store) / REFERENCE
+    return path.read_text().strip() if path.is_file() and not path.is_symlink() else None
+
+
+def set_reference(store: Path, sha: str) -> None:
+    _checked_dir(store).mkdir(parents=True, exist_ok=True)
+    path = _checked_dir(store / REFERENCE)
+    path.write_text(sha + "\n")
 
 
 def _checked_dir(path: Path) -> Path:
