@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.pipeline.config import ConfigError, load_config, parse_config
-from harness.pipeline.config_values import Buffers
+from harness.config_values import Buffers
 
 pytestmark = pytest.mark.independent
 

@@ -97,3 +97,13 @@ def test_a_broken_or_planted_store_is_one_line(tmp_path):
     with pytest.raises(store.StoreError, match="no history store here"):
         store.load(planted)
     assert math.isfinite(store.points_of(KEPT)[LABEL].ratio)
+
+
+def test_a_step_its_own_rounds_do_not_show_is_no_change():
+    """PELT sees the medians step by 10%; the rounds behind them spread by half either way, so the
+    step's interval holds 1 and no change is marked."""
+    rng = np.random.default_rng(5)
+    medians = [1.0] * 4 + [1.1] * 4
+    assert pelt([math.log(m) for m in medians]) == [4]
+    rounds = [list(m * np.exp(0.5 * rng.standard_normal(5))) for m in medians]
+    assert changes(medians, rounds) == []

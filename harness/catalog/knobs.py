@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.catalog import variants
 from harness.catalog.variants import default_bin_dir
-from harness.pipeline import config_values
+from harness import config_values
 from harness.units import format_size
 
 # Knobs that baselines share (dd's block size, fio's depth and O_DIRECT): runs.csv columns of

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from harness.catalog.variants import REPO_ROOT
 from harness.datasets.dataset import LIST_PLACEHOLDER, Dataset
-from harness.pipeline import config_values
+from harness import config_values
 from harness.units import format_size
 
 FIO_JSON = "{FIO_JSON}"  # placeholder in fio argv, replaced by a fresh path per execution

@@ -10,7 +10,7 @@ from typing import Any
 from harness.catalog.variants import BIN_DIR_HELP
 from harness.check.decide import parse_fraction
 from harness.conditions.spec import add_condition_args
-from harness.pipeline import config_values
+from harness import config_values
 
 
 class Parser(argparse.ArgumentParser):
@@ -21,7 +21,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def typed_arg(parse: Any) -> Any:
-    """A harness.pipeline.config_values parser as an argparse type: its own message, on one line."""
+    """A harness.config_values parser as an argparse type: its own message, on one line."""
     def typed(s: str) -> Any:
         try:
             return parse(int(s) if s.strip().isdigit() and parse is config_values.posint else s)

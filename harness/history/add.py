@@ -41,6 +41,11 @@ def _git(repo: Repository, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo.source), *args], capture_output=True, text=True, timeout=60).stdout.strip()
 
 
+def _shown(config: Path, root: Path) -> str:
+    """A config inside the repository by its path there (a store is published: no machine's paths)."""
+    return str(config.relative_to(root)) if config.is_relative_to(root) else str(config)
+
+
 def add(repo: Repository, revs: list[Revision], history: Path, settings: Settings,
         log: Callable[[str], None], reference: Revision | None = None) -> list[Path]:
     """Each revision measured beside the reference build and recorded; the record directories, in
@@ -78,7 +83,7 @@ def add(repo: Repository, revs: list[Revision], history: Path, settings: Setting
                               committed_at=_git(repo, "log", "-1", "--format=%cI", rev.sha),
                               depth=int(_git(repo, "rev-list", "--count", rev.sha) or 0), measured_at=iso(utcnow()),
                               fingerprint_id=fingerprint["fingerprint_id"], reference=ref.sha,
-                              machine=machine_text(fingerprint), config=str(settings.config),
+                              machine=machine_text(fingerprint), config=_shown(settings.config, repo.source),
                               points=store.points_of(outcome.run_dir))
         where = store.save(history, record)
         if (where / store.RUN).exists():

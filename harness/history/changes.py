@@ -6,7 +6,8 @@ rounds of the commits of the segments on either side of it.
 The noise is read off the data, not assumed: sigma is the median absolute difference between
 neighbouring commits (x 1.4826 / sqrt 2, a robust standard deviation of one point), at least 1%,
 so that a machine's run-to-run drift is not taken for a change. The penalty per change is
-3 log n, a little above BIC's 2 log n: a history page that cries wolf is read once.
+3 log n, a little above BIC's 2 log n, and a change is kept only when its interval leaves 1 out: a
+history page that cries wolf is read once.
 """
 
 from __future__ import annotations
@@ -82,11 +83,8 @@ def step(before: list[float], after: list[float], seed: int = 1) -> tuple[float,
     return ratio, float(np.quantile(boot, tail)), float(np.quantile(boot, 1 - tail))
 
 
-def changes(medians: list[float], rounds: list[list[float]]) -> list[Change]:
-    """The changes of one measure across commits in order: where, and by how much (the rounds of
-    every commit of the segment after the change over those of the segment before it)."""
-    starts = pelt([math.log(m) for m in medians])
-    bounds = [0, *starts, len(medians)]
+def _measured(starts: list[int], rounds: list[list[float]]) -> list[Change]:
+    bounds = [0, *starts, len(rounds)]
     found = []
     for i, k in enumerate(starts):
         before = [t for r in rounds[bounds[i]:k] for t in r]
@@ -94,3 +92,17 @@ def changes(medians: list[float], rounds: list[list[float]]) -> list[Change]:
         if before and after:
             found.append(Change(k, *step(before, after)))
     return found
+
+
+def changes(medians: list[float], rounds: list[list[float]]) -> list[Change]:
+    """The changes of one measure across commits in order: where, and by how much (the rounds of
+    every commit of the segment after the change over those of the segment before it). A place
+    PELT proposes whose interval holds 1 is no change: it is dropped, and the others are measured
+    again without it, until every change left is one its own rounds show."""
+    starts = pelt([math.log(m) for m in medians])
+    while True:
+        found = _measured(starts, rounds)
+        shown = [c.index for c in found if c.low > 1 or c.high < 1]
+        if shown == starts:
+            return found
+        starts = shown

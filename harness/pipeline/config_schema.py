@@ -13,7 +13,7 @@ from harness.catalog.tools import TOOLS
 from harness.catalog.variants import REPO_ROOT, default_bin_dir
 from harness.conditions.spec import ConditionGrid
 from harness.datasets.dataset import TreeRecipe
-from harness.pipeline.config_values import Buffers
+from harness.config_values import Buffers
 
 
 BASELINE_TOOLS = tuple(TOOLS)

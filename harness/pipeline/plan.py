@@ -18,7 +18,7 @@ from harness.conditions.spec import Condition, simd_b3sum, simd_bin_dir
 from harness.datasets.dataset import LIST_PLACEHOLDER, Dataset
 from harness.machine import state as statemod
 from harness.pipeline.config_schema import BASELINE_PREFIX, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
-from harness.pipeline.config_values import Buffers, buffers
+from harness.config_values import Buffers, buffers
 from harness.units import format_size
 
 TRACE = "{TRACE}"  # the word after a hasher's --trace, replaced by the trace file's path
