@@ -20,7 +20,7 @@ from hashers_support import REPO, data_file, ringsum
 RELEASE = REPO / "build" / "bin"
 CONFIG = """
 [run]
-rounds = 8
+rounds = 6
 cache = "warm"
 file = "@FILE@"
 timeout_s = 30
@@ -32,7 +32,13 @@ variant = "uring_b3sum"
 limit = false
 """
 # A revision's "build": the hashers of this checkout behind a wrapper that sleeps SLEEP seconds
-# first (0 for a fast revision), and the list of programs the harness reads.
+# first, and the list of programs the harness reads. Every revision sleeps: a fast one FAST
+# seconds, a slow one SLOW. Hashing 8 MiB takes milliseconds, but under load (2 cores shared with
+# other suites) it was seen to take up to 0.2 s; over FAST's sleep that keeps every round's ratio
+# of two fast revisions within 0.7/0.5, and a slow one's over a fast one's above 1.2/0.7. At 6
+# rounds a median's 95% interval spans the rounds' extremes, so the verdicts at the 50% threshold
+# cannot flip with the machine's load.
+FAST, SLOW = "0.5", "1.2"
 MAKEFILE = """all:
 \tmkdir -p build/bin build/share/ringsum
 \tprintf '#!/bin/sh\\nsleep %s\\nexec @REAL@/uring_b3sum "$$@"\\n' "$$(cat SLEEP)" > build/bin/uring_b3sum
@@ -75,10 +81,10 @@ def _bisect(tmp_path: Path, repo: Path, good: str, bad: str) -> tuple[subprocess
 
 
 def test_bisect_names_the_commit_that_sleeps(tmp_path):
-    repo, shas = _repo(tmp_path, ["0", "0", "0", "0.3", "0.3", "0.3"])
+    repo, shas = _repo(tmp_path, [FAST, FAST, FAST, SLOW, SLOW, SLOW])
     p, doc = _bisect(tmp_path, repo, shas[0], shas[-1])
     assert p.returncode == 0, p.stdout + p.stderr
-    assert f"found: first slower commit: {shas[3][:12]} commit 3: sleep 0.3" in p.stdout
+    assert f"found: first slower commit: {shas[3][:12]} commit 3: sleep {SLOW}" in p.stdout
     assert doc["outcome"]["first_bad"] == shas[3]
     verdicts = {s["sha"]: s["verdict"] for s in doc["steps"]}
     assert verdicts[shas[-1]] == BAD  # the bad end, measured first
@@ -89,7 +95,7 @@ def test_bisect_names_the_commit_that_sleeps(tmp_path):
 
 
 def test_bisect_between_two_fast_commits_finds_no_slower_one(tmp_path):
-    repo, shas = _repo(tmp_path, ["0", "0", "0"])
+    repo, shas = _repo(tmp_path, [FAST, FAST, FAST])
     p, doc = _bisect(tmp_path, repo, shas[0], shas[-1])
     assert p.returncode == 0, p.stdout + p.stderr
     assert "\nno slower commit: the bad end's time / the good end's" in p.stdout
@@ -97,7 +103,7 @@ def test_bisect_between_two_fast_commits_finds_no_slower_one(tmp_path):
 
 
 def test_a_revision_that_does_not_build_is_skipped_with_its_reason(tmp_path):
-    repo, shas = _repo(tmp_path, ["0", "0.3"])
+    repo, shas = _repo(tmp_path, [FAST, SLOW])
     (repo / "Makefile").write_text("all:\n\tfalse\n")
     _git(repo, "commit", "-q", "-am", "a Makefile that fails")
     p, doc = _bisect(tmp_path, repo, shas[0], "HEAD")
@@ -108,7 +114,7 @@ def test_a_revision_that_does_not_build_is_skipped_with_its_reason(tmp_path):
 
 
 def test_bad_revisions_are_one_line_errors(tmp_path):
-    repo, shas = _repo(tmp_path, ["0", "0"])
+    repo, shas = _repo(tmp_path, [FAST, FAST])
     for good, bad, message in ((shas[1], shas[0], "is not an ancestor of --bad"),
                                ("no-such-rev", shas[1], "'no-such-rev': no such commit"),
                                ("--all", shas[1], "'--all': not a revision")):
@@ -142,7 +148,7 @@ def test_judge_each_verdict_with_its_reason():
 
 
 def test_history_add_runs_each_commit_beside_the_reference(tmp_path):
-    repo, shas = _repo(tmp_path, ["0", "0", "0.3"])
+    repo, shas = _repo(tmp_path, [FAST, FAST, SLOW])
     config = tmp_path / "history.toml"
     config.write_text(CONFIG.replace("@FILE@", str(data_file(8 << 20))))
     history = tmp_path / "history"
@@ -153,7 +159,7 @@ def test_history_add_runs_each_commit_beside_the_reference(tmp_path):
     by_sha = {r["sha"]: r for r in records}
     assert set(by_sha) == set(shas) and all(r["reference"] == shas[0] for r in records)
     (point,) = by_sha[shas[2]]["points"].values()
-    assert point["low"] > 5 and point["n"] == 8  # 0.3 s of sleep over a hash of milliseconds
+    assert point["low"] > 1.5 and point["n"] == 6  # SLOW's sleep over FAST's, each over a hash of milliseconds
     assert all(abs(next(iter(by_sha[s]["points"].values()))["ratio"] - 1) < 0.5 for s in shas[:2])
     assert not list((history / ".work" / "builds").glob(shas[1][:12]))  # a measured build is not kept
     p = ringsum("history", "add", shas[1], "--repo", str(repo), "--config", str(config), "--store", str(history),
