@@ -41,6 +41,8 @@ HEADERS  := $(wildcard hashers/*.h)
 THREADED := $(basename $(notdir $(shell grep -l '^RINGSUM_VARIANT.hash_stream_threaded,' hashers/variants/*.c)))
 # The man page's NAME: the variant's .summary.
 summary   = $(shell sed -n 's/^[[:space:]]*\.summary = "\(.*\)",$$/\1/p' hashers/variants/$(1).c)
+# Text inside '...' for the shell: each ' closes the quote, adds an escaped one and reopens.
+shell_quoted = $(subst ','\'',$(1))
 
 LIBURING_VERSION = $(shell dpkg-query -W -f='$${Version}' liburing-dev 2>/dev/null)
 CFLAGS  ?= -O3 -g
@@ -217,7 +219,7 @@ COMPLETIONS := $(PROGRAMS:%=$(BUILD)/completions/bash/%) $(PROGRAMS:%=$(BUILD)/c
 
 $(BUILD)/man/%.1: $(BUILD)/bin/% | deps-apt
 	@mkdir -p $(@D)
-	help2man --no-info --no-discard-stderr --name='$(call summary,$*)' --version-string='$(VERSION)' ./$< > $@.new
+	help2man --no-info --no-discard-stderr --name='$(call shell_quoted,$(call summary,$*))' --version-string='$(VERSION)' ./$< > $@.new
 	mv $@.new $@
 $(BUILD)/completions/bash/b3sum: $(BUILD)/bin/uring_b3sum hashers/completion.py
 	@mkdir -p $(@D)

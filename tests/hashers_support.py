@@ -35,6 +35,11 @@ DESCRIBED = _described()
 ALL_VARIANTS = list(DESCRIBED)
 VARIANTS = os.environ.get("RINGSUM_VARIANTS", ",".join(ALL_VARIANTS)).split(",")
 URING_VARIANTS = [v for v in VARIANTS if DESCRIBED.get(v, {}).get("io_uring")]
+
+
+def article_form(variant: str) -> list[str]:
+    """The article's form of the arguments: a program whose own are b3sum's takes it after --positional."""
+    return ["--positional"] if DESCRIBED.get(variant, {}).get("positional_flag") else []
 B3SUM = REPO / ".tools" / "bin" / "b3sum"
 # Test files live on the build disk, not tmpfs, so that O_DIRECT reads really go to a device.
 DATA_DIR = REPO / "build" / "test-data"
@@ -51,7 +56,7 @@ def program(variant: str) -> Path:
 
 def ring_path(variant: str) -> list[str]:
     """uring_b3sum hashes a cached file from memory; tests of the ring make it read through the ring."""
-    return ["--path", "ring"] if variant == "uring_b3sum" else []
+    return ["--path", "ring"] if DESCRIBED.get(variant, {}).get("chooses_path") else []
 
 
 def run(argv: list[str | Path], timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:

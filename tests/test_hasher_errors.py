@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from hashers_support import (
-    EMPTY_HASH, MiB, REPO, URING_VARIANTS, VARIANTS, B3SUM, b3sum_lines, data_file, program, ring_path, run,
+    DESCRIBED, EMPTY_HASH, MiB, REPO, URING_VARIANTS, VARIANTS, B3SUM, article_form, b3sum_lines, data_file, program,
+    ring_path, run,
 )
 
 pytestmark = pytest.mark.independent
@@ -64,7 +65,7 @@ def test_bad_command_line(variant, args, needle):
 ])
 def test_bad_article_form(variant, args, needle):
     """uring_b3sum takes the article's form only after --positional (its arguments are b3sum's)."""
-    positional = ["--positional"] if variant == "uring_b3sum" else []
+    positional = article_form(variant)
     one_line_error(run([program(variant), *positional, *args], timeout=10), 2, variant, needle)
 
 
@@ -158,7 +159,7 @@ def test_direct_on_tmpfs(variant, tmp_path):
 def test_io_uring_unavailable(variant, errno_name):
     path = data_file(4097)
     result = run([WITHOUT_IO_URING, errno_name, program(variant), path], timeout=10)
-    if variant == "uring_b3sum":  # falls back to pread() (tests/test_b3sum_compat.py)
+    if DESCRIBED[variant].get("falls_back"):  # reads with pread() instead (tests/test_b3sum_compat.py)
         assert result.returncode == 0 and result.stdout == b3sum_lines([path]), result.stderr
     elif variant in URING_VARIANTS:  # the article's variants exist to measure io_uring: they fail loudly
         reason = "Function not implemented" if errno_name == "ENOSYS" else "Operation not permitted"

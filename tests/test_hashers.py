@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from hashers_support import KiB, MiB, VARIANTS, Knobs, b3sum_lines, data_file, program, ring_path, run
+from hashers_support import KiB, MiB, VARIANTS, Knobs, article_form, b3sum_lines, data_file, program, ring_path, run
 
 pytestmark = pytest.mark.independent
 
@@ -90,7 +90,7 @@ def test_hash_equals_b3sum(variant, knobs):
 @pytest.mark.parametrize("article_args", [["512", "2", "1", "0", "2", "0", "0"], ["128", "20", "0", "0", "8", "0", "0"]])
 def test_article_positional_form(variant, article_args):
     path = data_file(5 * MiB + 3)
-    positional = ["--positional"] if variant == "uring_b3sum" else []
+    positional = article_form(variant)
     result = run([program(variant), *positional, path, *article_args])
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout == b3sum_lines([path])

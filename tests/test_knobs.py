@@ -37,7 +37,10 @@ def test_knobs_for_a_terminal_fit_its_width(columns):
     assert "|---" not in shown and "`" not in shown
     lines = shown.splitlines()
     assert max(len(line) for line in lines) <= columns, [line for line in lines if len(line) > columns]
-    blocks = shown.split("\n\n")[1:]
+    preface, *blocks = shown.split("\n\n")
+    # the programs built, each by its name and its own summary (`ringsum knobs` is where they are listed)
+    for v in variant_list():
+        assert f"  {v.name}: " in preface and set(v.summary.split()) <= set(preface.split()), v.name
     table = load_knobs()
     assert len(blocks) == len(table.knobs)
     for knob, block in zip(table, blocks):

@@ -12,6 +12,7 @@ import functools
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from harness.catalog import variants
@@ -144,9 +145,10 @@ def markdown_table(table: KnobTable) -> str:
     return "\n".join(lines) + "\n"
 
 
-def terminal_view(table: KnobTable, width: int) -> str:
-    """`ringsum knobs`: a block per knob, wrapped to `width` columns: its config key and option, then
-    indented its default, the variants that use it (when not all) and what it does."""
+def terminal_view(table: KnobTable, width: int, programs: Sequence[tuple[str, str]] = ()) -> str:
+    """`ringsum knobs`: the programs built (name, summary), then a block per knob, wrapped to `width`
+    columns: its config key and option, then indented its default, the variants that use it (when
+    not all) and what it does."""
     width = max(width, 40)  # narrower, the indented lines would hold a word or two each
 
     def wrapped(text: str, indent: str, hanging: str = "  ") -> list[str]:
@@ -156,6 +158,10 @@ def terminal_view(table: KnobTable, width: int) -> str:
     lines = [*wrapped("The hashers' knobs: each is a [[hashers]] config key (a value or a list to sweep), "
                       "a hasher option and a runs.csv column; variants that do not use a knob check it, "
                       "then ignore it.", "", ""), "As Markdown, docs/knobs.md: ringsum knobs --markdown"]
+    if programs:
+        lines.append("The programs built, each as it describes itself:")
+        for name, summary in programs:
+            lines += wrapped(f"{name}: {summary}", "  ", "    ")
     for k in table:
         option = ", ".join(filter(None, [k.short, k.option])) + (f" {VALUE_WORD[k.type]}" if VALUE_WORD[k.type] else "")
         lines += ["", *wrapped(f"{k.name}   {option}", "")]

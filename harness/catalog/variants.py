@@ -52,6 +52,9 @@ class Variant:
     counted: bool  # `ringsum check` counts its instructions (a steady single-threaded hash)
     io_uring: bool  # reads through an io_uring ring (the pread loop does not)
     defaults_file: str | None  # its options file in ~/.config/ringsum/, which `ringsum tune --install` writes
+    # (a build from before a program said these is taken to have neither)
+    chooses_path: bool = False  # hashes a file in the page cache from memory unless --path ring
+    falls_back: bool = False  # without io_uring, reads with pread() instead of failing
 
 
 def manifest(bin_dir: Path) -> Path:

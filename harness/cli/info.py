@@ -9,7 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from harness.catalog.variants import BIN_DIR_HELP
+from harness.catalog.variants import BIN_DIR_HELP, variant_list
 from harness.cli.args import add_file_args
 from harness.conditions.spec import condition_overrides, plan_lines
 from harness.datasets.generate import describe, resolve_files
@@ -112,7 +112,8 @@ def cmd_knobs(a: argparse.Namespace) -> int:
     elif a.markdown:
         print(markdown_table(table), end="")
     else:
-        print(terminal_view(table, shutil.get_terminal_size().columns), end="")
+        programs = [(v.name, v.summary) for v in variant_list(a.bin_dir)]
+        print(terminal_view(table, shutil.get_terminal_size().columns, programs), end="")
     return 0
 
 
