@@ -4,7 +4,7 @@
 BLAKE3_VERSION := 1.8.7
 B3SUM_VERSION  := 1.8.7
 # The same list resolves on Debian 12 and Ubuntu 24.04, but for perf, whose package names differ.
-APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time valgrind clang-14 libclang-rt-14-dev \
+APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time valgrind strace clang-14 libclang-rt-14-dev \
 		  python3-venv help2man zsh chromium
 OS_ID          := $(shell . /etc/os-release 2>/dev/null && echo $$ID)
 PERF_PACKAGES  := $(if $(filter ubuntu,$(OS_ID)),linux-tools-common linux-tools-$(shell uname -r),linux-perf)
@@ -118,10 +118,10 @@ $(BUILD)/blake3/%.o: $(BLAKE3)/%.S | $(BLAKE3)/blake3.h
 	@mkdir -p $(@D)
 	$(CC) -c $< -o $@
 # Debian 12's TBB (2021.8) is older than BLAKE3's CMake check wants; the source itself builds fine.
-$(BUILD)/blake3/parallel_hash.o: hashers/parallel_hash.cpp | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+$(BUILD)/blake3/parallel_hash.o: hashers/parallel_hash.cpp hashers/parallel_hash.h | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 -O3 -g -Wall -Wextra -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB -I$(BLAKE3) -c $< -o $@
-$(BUILD)/blake3/hash_parallel_plain.o: hashers/parallel_hash.cpp | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+$(BUILD)/blake3/hash_parallel_plain.o: hashers/parallel_hash.cpp hashers/parallel_hash.h | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 -O3 -g -Wall -Wextra -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB -DRINGSUM_BLAKE3_JOIN -I$(BLAKE3) -c $< -o $@
 $(BUILD)/blake3/blake3_tbb.o: $(BLAKE3)/blake3_tbb.cpp | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
@@ -138,7 +138,7 @@ $(DIR_$(1))/blake3/%.o: $(BLAKE3)/%.c | $(BLAKE3)/blake3.h
 $(DIR_$(1))/blake3/%.o: $(BLAKE3)/%.S | $(BLAKE3)/blake3.h
 	@mkdir -p $$(@D)
 	$$(CC) -c $$< -o $$@
-$(DIR_$(1))/blake3/parallel_hash.o: hashers/parallel_hash.cpp | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+$(DIR_$(1))/blake3/parallel_hash.o: hashers/parallel_hash.cpp hashers/parallel_hash.h | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
 	@mkdir -p $$(@D)
 	$$(CXX) -std=c++20 -O3 -g -Wall -Wextra -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB $(NO_SIMD_$(1)) -I$(BLAKE3) -c $$< -o $$@
 endef

@@ -271,6 +271,7 @@ void input_open(struct ring *r, struct input *in, unsigned index)
 	in->ring_bytes = in->parallel_bytes = 0;
 	in->from_memory = false;
 	in->opened = false;
+	in->end_seen = false;
 	in->hasher = r->base_hasher;
 	if (!in->error)		/* a bad --check line has nothing to open */
 		in->error = open_input(r, in, index);
@@ -316,7 +317,7 @@ static int check_unchanged(const struct input *in)
 
 	if (in->stream)
 		return 0;
-	if ((ret = check_end_of_file(in)))
+	if (!in->end_seen && (ret = check_end_of_file(in)))
 		return ret;
 	if (S_ISBLK(in->st.st_mode))
 		return 0;

@@ -37,6 +37,7 @@ struct input {
 	int error;			/* first error, negative; the producer's until the file's last block is available */
 	bool from_memory;		/* hash it from the page cache instead of reading it */
 	bool opened;			/* its path was chosen: --effective reports it once it is finished */
+	bool end_seen;			/* its last read asked past its size and stopped there: no probe needed */
 	uint64_t ring_bytes;		/* hashed from the ring's cells */
 	uint64_t parallel_bytes;	/* of those, hashed on every core */
 	unsigned fixed_slot;		/* its index among the registered files */

@@ -57,26 +57,31 @@ bool utf8_valid(const char *s, size_t len)
 /* The path as b3sum shows it: lossy UTF-8, and in hash lines \, newline and CR escaped. */
 static void print_path(FILE *out, const char *path, bool escape)
 {
-	const unsigned char *s = (const unsigned char *)path;
+	const unsigned char *s = (const unsigned char *)path, *plain = s;
 	size_t left = strlen(path), n, bad;
 
-	while (left) {
+	/* the bytes that stand as they are go out a run at a time: a path is mostly them */
+	for (; left; s += n, left -= n) {
+		const char *instead = NULL;
+
 		n = utf8_sequence(s, left, &bad);
 		if (!n) {
-			fputs(replacement_character, out);
+			instead = replacement_character;
 			n = bad;
 		} else if (escape && *s == '\\') {
-			fputs("\\\\", out);
+			instead = "\\\\";
 		} else if (escape && *s == '\n') {
-			fputs("\\n", out);
+			instead = "\\n";
 		} else if (escape && *s == '\r') {
-			fputs("\\r", out);
-		} else {
-			fwrite(s, 1, n, out);
+			instead = "\\r";
 		}
-		s += n;
-		left -= n;
+		if (!instead)
+			continue;
+		fwrite(plain, 1, s - plain, out);
+		fputs(instead, out);
+		plain = s + n;
 	}
+	fwrite(plain, 1, s - plain, out);
 }
 
 /* --length bytes of output from --seek on, as hex or raw, a block at a time. */
@@ -89,11 +94,18 @@ static void print_output(const struct output_format *f, blake3_hasher *hasher)
 		size_t n = left < sizeof(block) ? left : sizeof(block);
 
 		blake3_hasher_finalize_seek(hasher, position, block, n);
-		if (f->raw)
+		if (f->raw) {
 			fwrite(block, 1, n, stdout);
-		else
-			for (size_t i = 0; i < n; i++)
-				printf("%02x", block[i]);
+		} else {
+			static const char digits[] = "0123456789abcdef";
+			char hex[2 * sizeof(block)];
+
+			for (size_t i = 0; i < n; i++) {
+				hex[2 * i] = digits[block[i] >> 4];
+				hex[2 * i + 1] = digits[block[i] & 15];
+			}
+			fwrite(hex, 1, 2 * n, stdout);
+		}
 		position += n;
 		left -= n;
 	}

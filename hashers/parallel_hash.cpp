@@ -55,10 +55,12 @@
 #include <cstring>
 
 #include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/parallel_invoke.h>
 #include <oneapi/tbb/task_arena.h>
 
 #include "blake3_impl.h"
+#include "parallel_hash.h"
 
 static_assert(TBB_USE_EXCEPTIONS == 0, "build with C++ exceptions disabled");
 
@@ -209,6 +211,13 @@ extern "C" void hash_mapped(blake3_hasher *hasher, const void *data,
   set_mapping(data, len, release ? std::bit_floor(std::max(release, MIN_RELEASE)) : 0);
   blake3_hasher_update_tbb(hasher, data, len);
   set_mapping(nullptr, 0, 0);
+}
+
+// Each job on a task of its own: whole small files, each too small to split.
+extern "C" void hash_jobs_parallel(const struct hash_job *jobs, size_t n) noexcept {
+  oneapi::tbb::parallel_for(size_t{0}, n, [jobs](size_t i) {
+    blake3_hasher_update(jobs[i].hasher, jobs[i].data, jobs[i].len);
+  });
 }
 
 // b3sum's --num-threads: at most this many threads hash, for the rest of the run.

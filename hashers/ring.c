@@ -8,7 +8,9 @@
  * hashed). The producer head turns consumed cells into requested ones, in
  * order, while fewer than queue_depth requests are unfinished; completions
  * turn requested cells into available ones, in any order; the consumer head
- * hashes available cells in order and turns them back into consumed ones.
+ * hashes available cells in order and turns them back into consumed ones
+ * (cells of whole small files may be hashed side by side before the head
+ * walks over them, still available: ring_hash.c).
  * Each head only ever moves forward, and the producer head never passes a
  * cell the consumer has not released, so every block is hashed exactly once,
  * in order. A block with nothing to read (an empty or failed file) is
@@ -45,6 +47,7 @@ void ring_start(struct ring *r, struct source *source)
 	r->producer_block = 0;
 	r->producer_head = 0;
 	r->consumer_head = 0;
+	r->hashed_ahead = 0;
 	r->consumer_input = 0;
 	r->failed_inputs = 0;
 	r->bytes_hashed = 0;
@@ -150,12 +153,30 @@ static struct io_uring_sqe *get_sqe(struct ring *r)
 	return sqe;
 }
 
+/*
+ * A file's last block asks for at least a byte past the size seen at open
+ * (to the next 4 KiB, which O_DIRECT needs anyway) when the buffer has room: a
+ * read that stops at the size found the end of the file there, and input.c
+ * need not probe past it (one system call a file, which a tree of small files
+ * pays thousands of times). No more than that: an O_DIRECT read of a whole
+ * 4 MiB buffer for a 64 KiB file cost several times the time of the read.
+ */
+static size_t past_size(const struct cell *c)
+{
+	return (c->want + DIRECT_ALIGN) & ~(size_t)(DIRECT_ALIGN - 1);
+}
+
+static bool reads_past_size(const struct ring *r, const struct cell *c)
+{
+	return c->last && !c->input->stream && past_size(c) <= r->cfg->knobs.block_size;
+}
+
 /* Queue a read of what the cell still lacks; with O_DIRECT it stays aligned. */
 static int queue_read(struct ring *r, struct cell *c)
 {
 	int fd = r->cfg->knobs.fixed_file ? (int)c->input->fixed_slot : c->input->fd;
 	struct io_uring_sqe *sqe = get_sqe(r);
-	size_t start = c->got, end = c->want;
+	size_t start = c->got, end = reads_past_size(r, c) ? past_size(c) : c->want;
 	/* A stream is read where it stands (offset -1), one read at a time. */
 	uint64_t offset = c->input->stream ? (uint64_t)-1 : c->offset + start;
 
@@ -311,9 +332,11 @@ static int complete_read(struct ring *r, struct cell *c, int res)
 	else if (res == 0)
 		err = -ERR_FILE_SHRANK;
 	else if ((c->got += res) > c->want)
-		err = -ERR_FILE_LONGER;	/* an O_DIRECT read found data past the size seen at open */
+		err = -ERR_FILE_LONGER;	/* a read found data past the size seen at open */
 	else if (c->got < c->want)
 		return queue_read(r, c);
+	else if (reads_past_size(r, c))
+		in->end_seen = true;
 	c->retries = 0;
 	if (err && !in->error)
 		in->error = err;
@@ -366,45 +389,6 @@ void ring_drain(struct ring *r)
 /* --- consumer --- */
 
 /*
- * One core can hash slower than a fast disk reads (BLAKE3 with AVX2 on a Zen 3
- * core against a virtio disk: docs/cold-path.md, from its kept runs). Once
- * the block after this one is read already, the reads are ahead, and the rest
- * of this block is hashed on every core; while they are behind, one core
- * keeps up and the others are left to them. The next block is looked for
- * before each piece, so that a block begun on one core does not finish there
- * when the reads overtake it. A block below PARALLEL_HASH_MIN is not worth
- * the fork.
- */
-#define PARALLEL_HASH_MIN (256u << 10)
-#define SERIAL_PIECE (512u << 10)
-
-static void hash_block(struct ring *r, struct cell *c)
-{
-	struct cell *next = cell_of(r, r->consumer_head + 1);
-	bool adapts = r->cfg->hashing == HASH_WHEN_BEHIND && c->want >= PARALLEL_HASH_MIN;
-	bool parallel = r->cfg->hashing == HASH_PARALLEL;
-	size_t done = 0, piece, left;
-
-	fault_lag_hash();
-	while (done < c->want) {
-		if (adapts && !parallel && cell_state(next) == CELL_AVAILABLE)
-			parallel = true;
-		left = c->want - done;
-		piece = parallel || !adapts || left < SERIAL_PIECE ? left : SERIAL_PIECE;
-		if (parallel) {
-			hash_parallel(&c->input->hasher, c->buf + done, piece);
-			c->input->parallel_bytes += piece;
-			r->parallel_bytes += piece;
-		} else {
-			blake3_hasher_update(&c->input->hasher, c->buf + done, piece);
-		}
-		done += piece;
-	}
-	c->input->ring_bytes += c->want;
-}
-
-
-/*
  * One consumer run hashes the available cells in order, at most one lap of
  * the ring, so that a consumer the producer keeps feeding still leaves a trace
  * row per lap. Completions are counted at the end of the run, so every one
@@ -420,7 +404,12 @@ unsigned ring_consume(struct ring *r)
 
 		if (cell_state(c) != CELL_AVAILABLE)
 			break;
-		if (!c->input->error)
+		/* cells the side-by-side pass hashed already are only walked over */
+		if (!r->hashed_ahead)
+			r->hashed_ahead = hash_side_by_side(r);
+		if (r->hashed_ahead)
+			r->hashed_ahead--;
+		else if (!c->input->error)
 			hash_block(r, c);
 		r->bytes_hashed += c->want;
 		if (c->last)

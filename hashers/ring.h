@@ -74,6 +74,8 @@ struct ring {
 	uint64_t producer_block;	/* that block's index within its file */
 	uint64_t producer_head;		/* blocks requested so far, over all files */
 	uint64_t consumer_head;		/* blocks hashed so far, over all files */
+	unsigned hashed_ahead;		/* cells from the consumer head on hashed side by side already */
+	struct hash_job *hash_jobs;	/* hash_side_by_side()'s, one per cell */
 	unsigned consumer_input;	/* files finished so far */
 	unsigned failed_inputs;
 	blake3_hasher base_hasher;	/* every input's hasher starts as a copy: plain, keyed or derive-key */
@@ -98,6 +100,10 @@ void ring_teardown(struct ring *r);
 void ring_use_huge_pages(struct ring *r);
 unsigned open_files_allowed(void);
 void ring_say_hashing(const struct ring *r, const struct variant *v);
+
+/* ring_hash.c: where the consumer's hashing runs */
+void hash_block(struct ring *r, struct cell *c);
+unsigned hash_side_by_side(struct ring *r);
 
 /* ring.c: the ring buffer protocol */
 void ring_start(struct ring *r, struct source *source);

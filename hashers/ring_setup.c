@@ -93,7 +93,8 @@ int ring_setup(struct ring *r, struct ring_config *cfg, const struct options *op
 	r->cells = calloc(cfg->nr_cells, sizeof(*r->cells));
 	r->nr_slots = cfg->nr_cells + 1;
 	r->inputs = calloc(r->nr_slots, sizeof(*r->inputs));
-	if (!r->cells || !r->inputs)
+	r->hash_jobs = calloc(cfg->nr_cells, sizeof(*r->hash_jobs));
+	if (!r->cells || !r->inputs || !r->hash_jobs)
 		return -ENOMEM;
 	for (unsigned i = 0; i < r->nr_slots; i++)
 		r->inputs[i].fd = -1;
@@ -155,6 +156,7 @@ void ring_teardown(struct ring *r)
 	for (unsigned i = 0; r->inputs && i < r->nr_slots; i++)
 		input_free(&r->inputs[i]);
 	free(r->inputs);
+	free(r->hash_jobs);
 	free(r->cells);
 	free(r->memory);
 }

@@ -12,6 +12,7 @@
 
 #include "blake3.h"
 #include "knobs.h"
+#include "parallel_hash.h"
 
 #define RINGSUM_VERSION "0.1.0"
 #define DIRECT_ALIGN 4096u
@@ -162,14 +163,6 @@ struct progress {
 int parse_options(struct options *opts, int argc, char **argv, const struct variant *v);
 void knobs_for_variant(struct knobs *k, const struct variant *v);
 
-/* blake3_hasher_update_tbb() forking no finer than pays on this length (parallel_hash.cpp). */
-void hash_parallel(blake3_hasher *hasher, const void *data, size_t len);
-/* The same for a mapping of the page cache, each task of at most stage bytes brought into the cache first. */
-void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, bool copy, size_t release);
-/* --num-threads: no more hashing threads than this. */
-void hash_limit_threads(size_t threads);
-/* How many threads a parallel hash can run on: the cores this process may use, under --num-threads. */
-size_t hash_max_threads(void);
 
 /* trace.c */
 int trace_open(struct trace *t, const char *path);

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import os
 import random
+import re
 
 import pytest
 
@@ -136,3 +137,20 @@ def test_sqpoll_with_reads_that_complete_at_once(variant):
             result = run([program(variant), *ring_path(variant), "--sqpoll", "--block-size", "64K",
                           "--queue-depth", str(depth), path])
             assert result.returncode == 0 and result.stdout == expected, result.stderr
+
+
+@pytest.mark.parametrize("variant", URING_VARIANTS)
+@pytest.mark.parametrize("direct", [[], ["--direct"]], ids=["buffered", "direct"])
+def test_a_last_read_that_stops_at_the_size_needs_no_probe_past_it(variant, direct, tmp_path):
+    """A file's last block asks for the whole buffer, so a read that stops at the size seen at open
+    found the end: no pread() past it. A file that fills its last block still gets the probe."""
+    short = [data_file(5000), data_file(64 * 1024 + 1)]   # each ends inside a 128K block
+    full = data_file(256 * 1024)                           # two whole 128K blocks: nothing read past it
+    log = tmp_path / "strace.log"
+    result = run(["strace", "-f", "-e", "trace=pread64", "-o", log, program(variant), *ring_path(variant), *direct,
+                  "--block-size", "128K", *short, full])
+    assert result.returncode == 0 and result.stdout == b3sum_lines([*short, full]), result.stderr
+    # the probe reads one byte at the size (the loader's own pread64 calls read more); a call another
+    # thread interrupts is logged in two pieces, the second ("<... pread64 resumed>") with its arguments
+    probes = re.findall(r"[(>].*, 1, (\d+)\)\s+= 0$", log.read_text(), re.MULTILINE)
+    assert probes == ["262144"], log.read_text()

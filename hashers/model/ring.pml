@@ -14,6 +14,8 @@
  *   BUG_DOUBLE_HASH        the consumer never marks a hashed cell consumed, so one lap
  *                          later the cell still looks available and its old bytes are hashed again
  *   BUG_LOST_WAKEUP        (MULTI) the producer re-checks before announcing that it sleeps
+ *   BUG_AHEAD_UNREAD       (MULTI) the side-by-side pass reads a cell ahead whose read is still
+ *                          in flight (any cell not consumed, instead of an available one)
  *
  * Atomicity: each atomic block below touches at most one location another process can
  * race on in a way that matters (the reasons are given at each one), so grouping them
@@ -191,6 +193,35 @@ inline hash_block()
 	}
 }
 
+/* ring_hash.c's side-by-side pass: before hashing the head's cell, the consumer may read the
+ * run of available cells after it (whole small files, hashed at once), which the head walks
+ * over later without hashing again. Each read takes two steps, as hash_block's does: the
+ * cell must hold the block that its place after the head says, and nothing may write it
+ * while it is read. */
+inline hash_ahead()
+{
+	ahead = 1;
+	do
+	:: ahead < BUFFERS && consumer_head + ahead < BLOCKS &&
+#ifdef BUG_AHEAD_UNREAD
+	   state[(consumer_head + ahead) % BUFFERS] != CONSUMED ->
+#else
+	   state[(consumer_head + ahead) % BUFFERS] == AVAILABLE ->
+#endif
+		atomic {
+			c = (consumer_head + ahead) % BUFFERS;
+			assert(data[c] == consumer_head + ahead)
+		};
+		atomic {
+			assert(state[c] == AVAILABLE && data[c] == consumer_head + ahead);
+			c = 0;
+			ahead++
+		}
+	:: else -> break
+	od;
+	ahead = 0
+}
+
 #if DESIGN == SINGLE
 
 /* ring_consume(): hash available cells in file order. */
@@ -298,13 +329,17 @@ producer_waits_for_completion:
  * consumer clears it where ring.c samples consumer_wakeups, the producer sets it. */
 proctype consumer()
 {
-	byte c;
+	byte c, ahead;
 
 	do
 	:: ALL_HASHED -> break
 	:: else ->
 		if
 		:: CELL_READY ->
+			if
+			:: hash_ahead()
+			:: skip
+			fi;
 			hash_block();
 			if		/* a freed cell may be what a sleeping producer waits for */
 			:: producer_sleeping -> eventfd_signalled = true

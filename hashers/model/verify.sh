@@ -154,6 +154,7 @@ small_checks() {
 	check assertion SINGLE 2 2 5 safety BUG_DOUBLE_HASH
 	check assertion MULTI 2 2 5 safety BUG_DOUBLE_HASH
 	check deadlock MULTI 2 2 5 safety BUG_LOST_WAKEUP
+	check assertion MULTI 2 2 5 safety BUG_AHEAD_UNREAD
 }
 
 large_checks() {

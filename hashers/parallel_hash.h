@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* parallel_hash.cpp's entry points, for the C core: BLAKE3 on every core through TBB. */
+#ifndef RINGSUM_PARALLEL_HASH_H
+#define RINGSUM_PARALLEL_HASH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "blake3.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* blake3_hasher_update_tbb() forking no finer than pays on this length. */
+void hash_parallel(blake3_hasher *hasher, const void *data, size_t len);
+/* The same for a mapping of the page cache, each task of at most stage bytes brought into the cache first. */
+void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, bool copy, size_t release);
+/* One input's bytes to hash, for hash_jobs_parallel(). */
+struct hash_job {
+	blake3_hasher *hasher;
+	const void *data;
+	size_t len;
+};
+/* Several inputs hashed side by side, a task each, on every core: each its own hasher, so any order. */
+void hash_jobs_parallel(const struct hash_job *jobs, size_t n);
+/* --num-threads: no more hashing threads than this. */
+void hash_limit_threads(size_t threads);
+/* How many threads a parallel hash can run on: the cores this process may use, under --num-threads. */
+size_t hash_max_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
