@@ -9,13 +9,16 @@
 #include "blake3.h"
 
 #ifdef __cplusplus
+#define PARALLEL_HASH_NOEXCEPT noexcept
 extern "C" {
+#else
+#define PARALLEL_HASH_NOEXCEPT
 #endif
 
 /* blake3_hasher_update_tbb() forking no finer than pays on this length. */
-void hash_parallel(blake3_hasher *hasher, const void *data, size_t len);
+void hash_parallel(blake3_hasher *hasher, const void *data, size_t len) PARALLEL_HASH_NOEXCEPT;
 /* The same for a mapping of the page cache, each task of at most stage bytes brought into the cache first. */
-void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, bool copy, size_t release);
+void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, bool copy, size_t release) PARALLEL_HASH_NOEXCEPT;
 /* One input's bytes to hash, for hash_jobs_parallel(). */
 struct hash_job {
 	blake3_hasher *hasher;
@@ -23,11 +26,11 @@ struct hash_job {
 	size_t len;
 };
 /* Several inputs hashed side by side, a task each, on every core: each its own hasher, so any order. */
-void hash_jobs_parallel(const struct hash_job *jobs, size_t n);
+void hash_jobs_parallel(const struct hash_job *jobs, size_t n) PARALLEL_HASH_NOEXCEPT;
 /* --num-threads: no more hashing threads than this. */
-void hash_limit_threads(size_t threads);
+void hash_limit_threads(size_t threads) PARALLEL_HASH_NOEXCEPT;
 /* How many threads a parallel hash can run on: the cores this process may use, under --num-threads. */
-size_t hash_max_threads(void);
+size_t hash_max_threads(void) PARALLEL_HASH_NOEXCEPT;
 
 #ifdef __cplusplus
 }

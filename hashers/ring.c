@@ -166,9 +166,10 @@ static size_t past_size(const struct cell *c)
 	return (c->want + DIRECT_ALIGN) & ~(size_t)(DIRECT_ALIGN - 1);
 }
 
+/* Not in an IOSQE_IO_LINK chain: a short read fails the link and cancels the reads after it. */
 static bool reads_past_size(const struct ring *r, const struct cell *c)
 {
-	return c->last && !c->input->stream && past_size(c) <= r->cfg->knobs.block_size;
+	return c->last && !c->input->stream && !r->cfg->knobs.link && past_size(c) <= r->cfg->knobs.block_size;
 }
 
 /* Queue a read of what the cell still lacks; with O_DIRECT it stays aligned. */

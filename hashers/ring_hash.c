@@ -56,9 +56,9 @@ static bool whole_small_file(const struct cell *c)
  * while the other cores wait (16,384 cached 64 KiB files: docs/trees.md).
  * When the cell after the consumer head's is available too, the reads are
  * ahead, as hash_block() judges it: the run of available cells from the head
- * on that each hold a whole small file is hashed side by side, a file to a
- * task, on every core. Each file has its own hasher and its one block, so the
- * order across files does not matter; the consumer then finishes them in
+ * on that each hold a whole small file is hashed side by side, the files
+ * shared among the cores. Each file has its own hasher and its one block, so
+ * the order across files does not matter; the consumer then finishes them in
  * order as it does any cell. Returns how many cells from the head it hashed
  * (0: none, hash_block() goes on as before).
  */
@@ -77,7 +77,8 @@ unsigned hash_side_by_side(struct ring *r)
 			r->hash_jobs[files++] = (struct hash_job){ &c->input->hasher, c->buf, c->want };
 		run++;
 	}
-	if (run < 2)
+	/* empty, failed and mapped files are available at once: they say nothing of the reads */
+	if (files < 2)
 		return 0;
 	for (unsigned i = 0; i < files; i++)
 		fault_lag_hash();

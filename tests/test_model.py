@@ -102,6 +102,7 @@ def test_multi_blocking_fails_when_asked_to_pass(kind, found):
     ("MULTI", "BUG_DOUBLE_HASH", "assertion"),
     ("MULTI", "BUG_LOST_WAKEUP", "deadlock"),
     ("MULTI", "BUG_AHEAD_UNREAD", "assertion"),
+    ("MULTI", "BUG_AHEAD_MISCOUNT", "assertion"),
 ])
 def test_deliberate_bugs_are_caught(design, bug, found):
     status, output = verify("pass", design, 2, 2, 5, "safety", bug)

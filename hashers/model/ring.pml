@@ -16,6 +16,8 @@
  *   BUG_LOST_WAKEUP        (MULTI) the producer re-checks before announcing that it sleeps
  *   BUG_AHEAD_UNREAD       (MULTI) the side-by-side pass reads a cell ahead whose read is still
  *                          in flight (any cell not consumed, instead of an available one)
+ *   BUG_AHEAD_MISCOUNT     (MULTI) the side-by-side pass does not count the head's own cell, so
+ *                          the last cell it hashed is hashed again
  *
  * Atomicity: each atomic block below touches at most one location another process can
  * race on in a way that matters (the reasons are given at each one), so grouping them
@@ -193,14 +195,14 @@ inline hash_block()
 	}
 }
 
-/* ring_hash.c's side-by-side pass: before hashing the head's cell, the consumer may read the
- * run of available cells after it (whole small files, hashed at once), which the head walks
- * over later without hashing again. Each read takes two steps, as hash_block's does: the
- * cell must hold the block that its place after the head says, and nothing may write it
- * while it is read. */
+/* ring_hash.c's side-by-side pass: the run of available cells from the head on is hashed
+ * at once (whole small files, each its own hasher: the C code hashes them side by side, the
+ * model one after another), and ring_consume() then walks the head over them without hashing
+ * them again (r->hashed_ahead, here ahead_left). Each cell is read in two steps, as in
+ * hash_block(): it must hold the block its place says, and nothing may write it meanwhile. */
 inline hash_ahead()
 {
-	ahead = 1;
+	ahead = 0;
 	do
 	:: ahead < BUFFERS && consumer_head + ahead < BLOCKS &&
 #ifdef BUG_AHEAD_UNREAD
@@ -210,16 +212,35 @@ inline hash_ahead()
 #endif
 		atomic {
 			c = (consumer_head + ahead) % BUFFERS;
-			assert(data[c] == consumer_head + ahead)
+			assert(data[c] == consumer_head + ahead && data[c] == hashed_up_to)
 		};
 		atomic {
 			assert(state[c] == AVAILABLE && data[c] == consumer_head + ahead);
-			c = 0;
-			ahead++
+			hashed_up_to++;
+			ahead++;
+			c = 0
 		}
 	:: else -> break
 	od;
+#ifdef BUG_AHEAD_MISCOUNT
+	ahead_left = ahead - 1;	/* the head's own cell not counted: it is hashed again later */
+#else
+	ahead_left = ahead;
+#endif
 	ahead = 0
+}
+
+/* A cell hashed ahead: released without hashing it again. */
+inline walk_over()
+{
+	atomic {
+		c = consumer_head % BUFFERS;
+		assert(state[c] == AVAILABLE && data[c] == consumer_head && consumer_head < hashed_up_to);
+		state[c] = CONSUMED;
+		consumer_head++;
+		ahead_left--;
+		c = 0
+	}
 }
 
 #if DESIGN == SINGLE
@@ -329,7 +350,7 @@ producer_waits_for_completion:
  * consumer clears it where ring.c samples consumer_wakeups, the producer sets it. */
 proctype consumer()
 {
-	byte c, ahead;
+	byte c, ahead, ahead_left;
 
 	do
 	:: ALL_HASHED -> break
@@ -337,10 +358,10 @@ proctype consumer()
 		if
 		:: CELL_READY ->
 			if
-			:: hash_ahead()
-			:: skip
+			:: ahead_left > 0 -> walk_over()
+			:: ahead_left == 0 -> hash_ahead(); walk_over()
+			:: ahead_left == 0 -> hash_block()
 			fi;
-			hash_block();
 			if		/* a freed cell may be what a sleeping producer waits for */
 			:: producer_sleeping -> eventfd_signalled = true
 			:: else -> skip

@@ -155,6 +155,7 @@ small_checks() {
 	check assertion MULTI 2 2 5 safety BUG_DOUBLE_HASH
 	check deadlock MULTI 2 2 5 safety BUG_LOST_WAKEUP
 	check assertion MULTI 2 2 5 safety BUG_AHEAD_UNREAD
+	check assertion MULTI 2 2 5 safety BUG_AHEAD_MISCOUNT
 }
 
 large_checks() {
