@@ -130,8 +130,14 @@ static void set_in_flight(struct ring *r, unsigned in_flight)
 		;
 }
 
+/*
+ * The producer writes a file's error until its last block is available; the
+ * consumer, hashing an earlier block meanwhile, reads the cell's copy, made
+ * before the release below.
+ */
 static void make_available(struct ring *r, struct cell *c)
 {
+	c->file_failed = c->input->error != 0;
 	atomic_store(&c->state, CELL_AVAILABLE);
 	wake_consumer(r);
 }
@@ -410,7 +416,7 @@ unsigned ring_consume(struct ring *r)
 			r->hashed_ahead = hash_side_by_side(r);
 		if (r->hashed_ahead)
 			r->hashed_ahead--;
-		else if (!c->input->error)
+		else if (!c->file_failed)
 			hash_block(r, c);
 		r->bytes_hashed += c->want;
 		if (c->last)

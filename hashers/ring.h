@@ -24,6 +24,7 @@ struct cell {
 	size_t want;			/* bytes of the file in this block */
 	size_t got;			/* bytes read so far */
 	unsigned retries;		/* transient failures since the last progress */
+	bool file_failed;		/* its file had failed when it became available: not hashed */
 };
 
 /* How the consumer hashes a block of the ring. */

@@ -73,7 +73,7 @@ unsigned hash_side_by_side(struct ring *r)
 
 		if (cell_state(c) != CELL_AVAILABLE || !whole_small_file(c))
 			break;
-		if (!c->input->error && c->want)
+		if (!c->file_failed && c->want)
 			r->hash_jobs[files++] = (struct hash_job){ &c->input->hasher, c->buf, c->want };
 		run++;
 	}
@@ -86,7 +86,7 @@ unsigned hash_side_by_side(struct ring *r)
 	for (unsigned i = 0; i < run; i++) {
 		struct cell *c = cell_of(r, r->consumer_head + i);
 
-		if (c->input->error)
+		if (c->file_failed)
 			continue;
 		c->input->ring_bytes += c->want;
 		c->input->parallel_bytes += c->want;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import subprocess
 import threading
 import time
@@ -315,8 +316,10 @@ def test_dontcache_is_refused_clearly_where_the_filesystem_lacks_it():
 def test_peak_rss_is_bounded_by_the_ring(tmp_path):
     """A cold 64 MiB file through an 8 MiB ring (1M x 8, O_DIRECT into huge pages): the process never
     holds more than the ring and a few MiB, whatever the file's size. GNU time measures it: a child of
-    this Python would carry the interpreter's peak over its exec."""
-    path = data_file(64 * MiB)
+    this Python would carry the interpreter's peak over its exec. The file is this test's own: a
+    shared one read by a test beside it would be cached again, and hashed from memory."""
+    path = tmp_path / "cold.bin"
+    shutil.copyfile(data_file(64 * MiB), path)
     evict(path)
     rss = tmp_path / "rss"
     result = run(["/usr/bin/time", "-f", "%M", "-o", rss, program(URING_B3SUM), "-b", "1M", "-q", "4", "-n", "8", path])
