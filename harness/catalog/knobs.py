@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 import textwrap
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 from harness.catalog import variants
