@@ -32,8 +32,8 @@ symlink on the way). QUERY is shell-quoted words; LABEL is a command's label as 
 `limit` is the headline's speed limit, `limit@COND` a machine condition's (time, rate); as a
 ratio's reference, the command's own condition's. Ratios are stats.RATIO_CONVENTION's: this
 command's time / the reference's, paired per round, below 1 is faster.
-Tables (NAME): `paired` (analysis/paired_table.py, per condition), `conditions` (each condition's
-best hasher and the robust pick), `ranking` (every command by median time).
+Tables (NAME): `paired` (analysis/paired_table.py, per condition), `tuned` (its --tuned: a row a
+condition), `conditions` (each condition's best hasher, the robust pick), `ranking` (by median time).
 `--check` writes nothing and exits 1 naming every region that is out of date.
 """
 
@@ -390,15 +390,13 @@ def _ranking_table(run_dir: str, run: KeptRun) -> str:
     return "\n".join(lines)
 
 
-def _paired_table(run_dir: str, run: KeptRun) -> str:
-    return paired_table.table(run.path, shown_as=run_dir)
-
-
 def _estimate(values: dict | None, digits: int = 2) -> str:
     return stats.Estimate(**values).text(digits) if values and values.get("median") is not None else "-"
 
 
-TABLES = {"paired": _paired_table, "conditions": _conditions_table, "ranking": _ranking_table}
+TABLES = {"paired": lambda run_dir, run: paired_table.table(run.path, shown_as=run_dir),
+          "tuned": lambda run_dir, run: paired_table.tuned_table(run.path, shown_as=run_dir),
+          "conditions": _conditions_table, "ranking": _ranking_table}
 
 
 def default_files(root: Path) -> list[Path]:
