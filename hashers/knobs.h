@@ -44,7 +44,7 @@
 	       "the stage size", "bytes", "is larger than the 64M maximum", \
 	       "bytes per task hashing a cached file from memory, at most\n" \
 	       "a power of two (others round down)\n" \
-	       "each task is first read once, a load per cache line, then hashed in place") \
+	       "each task then read once and hashed in place, or hashed as it is (--read-once, --in-place)") \
 	NUMBER(map_release, SIZE, 0, MEMORY, 8u << 20, 0, MAX_BLOCK_SIZE, "release", 0, "SIZE", \
 	       "the release size", "bytes", "is larger than the 1G maximum", \
 	       "a cached file's mapping is released in pieces of SIZE as each is hashed\n" \
@@ -79,7 +79,11 @@
 	     "pages leave the page cache once copied") \
 	FLAG(huge_pages, 0, ALL, "huge", 0, "buffers on 2M transparent huge pages\n" \
 	     "an O_DIRECT request is then a few segments, not one per 4K page") \
-	FLAG(stage_copy, 0, MEMORY, "copy", 0, "from memory, hash each task from a per-thread copy, not in place")
+	FLAG(stage_copy, 0, MEMORY, "copy", 0, "from memory, hash each task from a per-thread copy, not in place") \
+	FLAG(read_once, 0, MEMORY, "readonce", 0, "from memory, read each task once, a load per cache line, then hash it\n" \
+	     "the default where BLAKE3 runs AVX-512 (16 chunks read at once)") \
+	FLAG(in_place, 0, MEMORY, "inplace", 0, "from memory, hash each task as it is, with no read first\n" \
+	     "the default below AVX-512 (8 chunks or fewer at once)")
 
 typedef size_t knob_SIZE_t;
 typedef unsigned knob_COUNT_t;

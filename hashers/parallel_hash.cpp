@@ -15,16 +15,18 @@
  * Staging (hash_mapped, for a file hashed straight from the page cache):
  * one core spends more user time on a cached file hashed from its mapping
  * than hashing the buffer a read() loop gets, still in L2 after the kernel's
- * copy (b3sum against b3sum --no-mmap). BLAKE3 reads 16
+ * copy (b3sum against b3sum --no-mmap). With AVX-512, BLAKE3 reads 16
  * chunks 1 KiB apart at once, which the prefetcher seems to follow poorly
- * from DRAM. So each serial subtree (a task, up to the stage size: the
+ * from DRAM. So there each serial subtree (a task, up to the stage size: the
  * --stage-size knob) is first read once, one load per cache line in order,
  * which the prefetcher does follow, and then hashed in place from the cache.
- * That took less time than copying each task into a per-thread buffer first
- * (what this did before, still the --stage-copy knob), than hashing in place
- * without the read, and than prefetch instructions instead of loads; raced
- * hot on both cores it beat the copy (docs/cold-path.md, "Hot"; with
- * input.c's sampled residency check in both).
+ * On that machine (Zen 4, 2 MiB L2) it took less time than copying each task
+ * into a per-thread buffer first (the --stage-copy knob), than hashing in
+ * place without the read, and than prefetch instructions instead of loads
+ * (docs/cold-path.md, "Hot"). With AVX2, 8 chunks at once, the read was not
+ * shown to gain anything on two cores of a Zen 3 with 512 KiB L2, and on one
+ * it leaned slower (docs/cold-path.md, "Staging by the SIMD level"). So the
+ * staging follows BLAKE3's SIMD degree; --read-once and --in-place force either.
  *
  * Releasing (the same): a mapped file's pages stay in the process's RSS until
  * unmapped, so a file hashed from its mapping peaked at its own size. Each
@@ -74,8 +76,8 @@ constexpr size_t MAPPED_TASKS = 1024;	// per mapped file: 1 MiB tasks for 1 GiB
 constexpr size_t MIN_RELEASE = 64 * 1024;	// whole pages, of any page size Linux has
 
 std::atomic<size_t> grain{MIN_GRAIN};
-std::atomic<size_t> staging{0};	// bytes per staged task; 0: hash in place as it is
-std::atomic<bool> stage_copy{false};	// staged by a copy, not by a read in place
+std::atomic<size_t> stage_bytes{0};	// bytes per staged task; 0: hash in place as it is
+std::atomic<int> stage_how{STAGE_IN_PLACE};	// how a task of at most that size is staged
 // Subtrees of this size inside the mapping being hashed are unmapped once
 // hashed. Only inside it: a ring block hashed on another thread meanwhile is
 // the ring's own memory, which must never be dropped.
@@ -109,11 +111,11 @@ void read_once(const uint8_t *input, size_t len) {
   (void)sum;
 }
 
-void set_grain(size_t len, size_t tasks, size_t max_grain, size_t stage, bool copy) {
+void set_grain(size_t len, size_t tasks, size_t max_grain, size_t stage, enum staging how) {
   grain.store(std::clamp(len / tasks, MIN_GRAIN, std::max(max_grain, MIN_GRAIN)),
               std::memory_order_relaxed);
-  staging.store(stage, std::memory_order_relaxed);
-  stage_copy.store(copy, std::memory_order_relaxed);
+  stage_bytes.store(stage, std::memory_order_relaxed);
+  stage_how.store(how, std::memory_order_relaxed);
 }
 
 void set_mapping(const void *data, size_t len, size_t release) {
@@ -151,12 +153,13 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
   if (!use_tbb || l_input_len < grain.load(std::memory_order_relaxed)) {
     uint8_t *stage = nullptr;
     const uint8_t *input = l_input;
-    size_t stage_len = staging.load(std::memory_order_relaxed);
+    size_t stage_len = stage_bytes.load(std::memory_order_relaxed);
     // The halves are adjacent: one subtree of l + r bytes.
+    int how = stage_how.load(std::memory_order_relaxed);
     if (use_tbb && l_input_len + r_input_len <= stage_len) {
-      if (!stage_copy.load(std::memory_order_relaxed))
+      if (how == STAGE_READ_ONCE)
         read_once(l_input, l_input_len + r_input_len);
-      else if ((stage = stage_buffer(stage_len))) {
+      else if (how == STAGE_COPY && (stage = stage_buffer(stage_len))) {
         memcpy(stage, l_input, l_input_len + r_input_len);
         l_input = stage;
         r_input = stage + l_input_len;
@@ -186,7 +189,7 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
 #else
 namespace {
 constexpr size_t TASKS = 0, MAX_GRAIN = 0, MAPPED_TASKS = 0, MIN_RELEASE = 0;
-void set_grain(size_t, size_t, size_t, size_t, bool) {}  // BLAKE3's join has neither grain nor stage
+void set_grain(size_t, size_t, size_t, size_t, enum staging) {}  // BLAKE3's join has neither grain nor stage
 void set_mapping(const void *, size_t, size_t) {}  // nor releases
 }  // namespace
 #endif  // RINGSUM_BLAKE3_JOIN
@@ -195,7 +198,7 @@ void set_mapping(const void *, size_t, size_t) {}  // nor releases
 // in cache (a ring block, just read).
 extern "C" void hash_parallel(blake3_hasher *hasher, const void *data,
                               size_t len) noexcept {
-  set_grain(len, TASKS, MAX_GRAIN, 0, false);
+  set_grain(len, TASKS, MAX_GRAIN, 0, STAGE_IN_PLACE);
   blake3_hasher_update_tbb(hasher, data, len);
 }
 
@@ -204,13 +207,18 @@ extern "C" void hash_parallel(blake3_hasher *hasher, const void *data,
 // larger half is at most half of it, so every serial subtree fits that
 // grain's stage. Every subtree of release bytes is unmapped once hashed.
 extern "C" void hash_mapped(blake3_hasher *hasher, const void *data,
-                            size_t len, size_t stage, bool copy,
+                            size_t len, size_t stage, enum staging how,
                             size_t release) noexcept {
   size_t task = std::bit_floor(stage);
-  set_grain(len, MAPPED_TASKS, task, task, copy);
+  set_grain(len, MAPPED_TASKS, task, task, how);
   set_mapping(data, len, release ? std::bit_floor(std::max(release, MIN_RELEASE)) : 0);
   blake3_hasher_update_tbb(hasher, data, len);
   set_mapping(nullptr, 0, 0);
+}
+
+// Read once where BLAKE3 reads 16 chunks at once (AVX-512), in place below.
+extern "C" enum staging staging_for_this_cpu(void) noexcept {
+  return blake3_simd_degree() >= 16 ? STAGE_READ_ONCE : STAGE_IN_PLACE;
 }
 
 // Each job on a task of its own: whole small files, each too small to split.

@@ -17,8 +17,17 @@ extern "C" {
 
 /* blake3_hasher_update_tbb() forking no finer than pays on this length. */
 void hash_parallel(blake3_hasher *hasher, const void *data, size_t len) PARALLEL_HASH_NOEXCEPT;
-/* The same for a mapping of the page cache, each task of at most stage bytes brought into the cache first. */
-void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, bool copy, size_t release) PARALLEL_HASH_NOEXCEPT;
+/* How each task of a mapped file meets the cache before it is hashed. */
+enum staging {
+	STAGE_IN_PLACE,		/* hashed as it is */
+	STAGE_READ_ONCE,	/* read once, a load per cache line, then hashed in place */
+	STAGE_COPY,		/* copied into a per-thread buffer and hashed there */
+};
+/* The staging that pays with the SIMD level BLAKE3 runs at on this CPU (parallel_hash.cpp says why). */
+enum staging staging_for_this_cpu(void) PARALLEL_HASH_NOEXCEPT;
+/* The same for a mapping of the page cache, in tasks of at most stage bytes, each staged as said. */
+void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, enum staging how,
+		 size_t release) PARALLEL_HASH_NOEXCEPT;
 /* One input's bytes to hash, for hash_jobs_parallel(). */
 struct hash_job {
 	blake3_hasher *hasher;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -86,7 +87,8 @@ def test_forced_paths_give_the_same_hashes(choice):
 def test_parallel_hashing_either_side_of_its_grain():
     """parallel_hash.cpp forks no finer than a 2048th of the length (from memory a 1024th, at most
     --stage-size), at least 32 KiB, and from memory reads each serial subtree once before hashing
-    it in place, or hashes a copy of it (--stage-copy): lengths either side of the edges, from
+    it in place (--read-once), hashes it as it is (--in-place) or hashes a copy of it (--stage-copy):
+    lengths either side of the edges, from
     memory (one call per file, staged) with the smallest, the default, one of no power of two
     (rounded down) and the largest stage, read or copied, releasing the mapping never, in pieces
     smaller than a task and of no power of two, and per ring block (not staged)."""
@@ -98,12 +100,44 @@ def test_parallel_hashing_either_side_of_its_grain():
                  ["--path", "memory", "--stage-size", "100K"], ["--path", "memory", "--stage-size", "64M"],
                  ["--path", "memory", "--stage-copy", "--stage-size", "32K"], ["--path", "memory", "--stage-copy"],
                  ["--path", "memory", "--stage-copy", "--stage-size", "64M"],
+                 ["--path", "memory", "--read-once", "--stage-size", "32K"], ["--path", "memory", "--read-once"],
+                 ["--path", "memory", "--in-place", "--stage-size", "32K"], ["--path", "memory", "--in-place"],
                  ["--path", "memory", "--map-release", "0"], ["--path", "memory", "--map-release", "64K"],
                  ["--path", "memory", "--map-release", "100K", "--stage-size", "32K"],
                  ["--path", "ring", "--parallel-hash", "--block-size", "4M"]):
         result = run([program(URING_B3SUM), *args, *paths])
         assert result.returncode == 0, result.stderr
         assert result.stdout == expected, args
+
+
+def _staging(argv: list, report: Path) -> tuple[str, bytes]:
+    result = run([argv[0], "--effective", report, "--verbose", *argv[1:]])
+    assert result.returncode == 0, result.stderr
+    (line,) = report.read_text().splitlines()
+    return json.loads(line)["staging"], result.stderr
+
+
+def test_a_cached_files_staging_follows_the_simd_level_and_its_knobs(tmp_path):
+    """Each task read once first where BLAKE3 runs AVX-512 (16 chunks at once), hashed as it is below;
+    the build without AVX-512 (simd-avx2) never reads first; --read-once and --in-place force either,
+    --effective and --verbose say which, and a file read through the ring has no staging."""
+    path = data_file(8 * MiB + 3)
+    flags = next((line.split(":", 1)[1].split() for line in open("/proc/cpuinfo") if line.startswith("flags")), [])
+    avx512 = {"avx512f", "avx512vl"} <= set(flags)
+    report = tmp_path / "effective.jsonl"
+    full = [program(URING_B3SUM), "--path", "memory"]
+    expected = "read-once" if avx512 else "in-place"
+    staging, said = _staging([*full, path], report)
+    assert staging == expected and f"staging {expected}".encode() in said, said
+    assert b"staging read-once" in _staging([*full, "--read-once", path], report)[1]
+    assert _staging([*full, "--in-place", path], report)[0] == "in-place"
+    assert _staging([*full, "--stage-copy", path], report)[0] == "copy"
+    avx2_build = REPO / "build" / "simd-avx2" / "bin" / URING_B3SUM
+    if avx2_build.exists():   # make test builds it
+        assert _staging([avx2_build, "--path", "memory", path], report)[0] == "in-place"
+    assert _staging([program(URING_B3SUM), "--path", "ring", path], report)[0] is None
+    both = run([program(URING_B3SUM), "--read-once", "--in-place", path])
+    assert both.returncode == 2 and b"--stage-copy, --read-once and --in-place contradict each other" in both.stderr
 
 
 def test_ring_defaults_are_tuned_for_uring_b3sum_and_the_articles_for_the_others(tmp_path):

@@ -1,7 +1,7 @@
 """What a hasher really did: `--effective FILE` makes it write a JSON line per file (the path it
-took, block size, depth, buffers, O_DIRECT, huge pages, how its blocks were hashed), and runs.csv
-records them beside the knobs asked for, so that a row never describes a configuration that did
-not run. A hasher built before the option (an older build under `--against`, a wrapper script) is
+took, block size, depth, buffers, O_DIRECT, huge pages, how its blocks were hashed, how a cached
+file's tasks met the cache), and runs.csv records them beside the knobs asked for, so that a row
+never describes a configuration that did not run. A hasher built before the option (an older build under `--against`, a wrapper script) is
 run without it and its effective columns stay empty.
 """
 
@@ -13,7 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-FIELDS = ("path", "block_size", "queue_depth", "buffers", "direct", "huge_pages", "hashing", "hash_threads")
+FIELDS = ("path", "block_size", "queue_depth", "buffers", "direct", "huge_pages", "hashing", "hash_threads", "staging")
+JOINED = ("path", "hashing", "staging")  # the values the files took, each once, joined by +
 
 
 @functools.lru_cache(maxsize=None)
@@ -33,9 +34,9 @@ def with_effective(argv: list[str], report: Path) -> list[str]:
 
 def read(report: Path) -> dict[str, Any]:
     """runs.csv's effective_* values from a report: each field's one value over the files, None
-    where the files differ (a path, a way of hashing: those taken, joined by +), and the share of the
-    bytes hashed from the ring's cells that were hashed on every core (None where none went through
-    the ring, and for a hasher that does not count them); {} without a report."""
+    where the files differ (a path, a way of hashing, a staging: those taken, joined by +), and the
+    share of the bytes hashed from the ring's cells that were hashed on every core (None where none
+    went through the ring, and for a hasher that does not count them); {} without a report."""
     try:
         lines = [json.loads(line) for line in report.read_text().splitlines() if line.strip()]
     except (OSError, ValueError):
@@ -45,7 +46,7 @@ def read(report: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for field in FIELDS:
         values = {line.get(field) for line in lines}
-        if field in ("path", "hashing"):
+        if field in JOINED:
             out[f"effective_{field}"] = "+".join(sorted(str(v) for v in values if v is not None))
         else:
             out[f"effective_{field}"] = values.pop() if len(values) == 1 else None

@@ -74,6 +74,7 @@ class RunRecord:
     effective_huge_pages: bool | None = None
     effective_hashing: str = ""  # a ring block on one core (serial), every core (parallel), or when-behind
     effective_hash_threads: int | None = None  # the most threads a block could be hashed on
+    effective_staging: str = ""  # a cached file's tasks: read-once, in-place or copy (memory path only)
     effective_parallel_share: float | None = None  # of the bytes hashed from the ring, the share on every core
 
 
