@@ -43,6 +43,13 @@ def _base(label: str) -> str:
     return label.split(" @", 1)[0]
 
 
+def _versus(mine: pd.Series, other: pd.Series) -> str:
+    """The paired time ratio and the rounds mine was faster in: "0.83 [0.79, 0.89] (14 of 15)"."""
+    ratio = mine / other
+    return (f"{stats.paired_ratio(mine, other).text(2)} ({int((ratio < 1).sum())} of "
+            f"{int(ratio.notna().sum())})")
+
+
 def condition_rows(wall: pd.DataFrame, limit: pd.Series | None, b3sums: list[str],
                    tools: dict[str, str]) -> list[list[str]]:
     """wall: rounds x labels of one condition; limit: its fastest plain read per round; tools: label -> tool."""
@@ -50,10 +57,7 @@ def condition_rows(wall: pd.DataFrame, limit: pd.Series | None, b3sums: list[str
     for label in sorted(c for c in wall.columns if tools[c] in HASHERS):
         row = [_base(label), f"{wall[label].median():.3f} s"]
         row.append(stats.paired_ratio(wall[label], limit).text(2) if limit is not None else "-")
-        for b in b3sums:
-            ratio = wall[label] / wall[b]
-            row.append(f"{stats.paired_ratio(wall[label], wall[b]).text(2)} ({int((ratio < 1).sum())} of "
-                       f"{int(ratio.notna().sum())})")
+        row += [_versus(wall[label], wall[b]) for b in b3sums]
         rows.append(row)
     return rows
 
@@ -68,10 +72,14 @@ class Condition:
     groups: dict[str, str]  # label -> the config's group (a [[hashers]] name, a baseline)
     b3sums: list[str]
     readers: list[str]  # the plain readers
-    limit: pd.Series | None  # the fastest plain read per round; None without a plain reader
     file_size: int
     cpu: pd.DataFrame  # user + system time, rounds x labels
     cores: int  # the CPUs the condition gave each command
+
+    @property
+    def limit(self) -> pd.Series | None:
+        """The fastest plain read per round; None without a plain reader."""
+        return self.wall[self.readers].min(axis=1) if self.readers else None
 
 
 def _conditions(run_dir: Path, shown_as: str | None) -> tuple[str, list[Condition]]:
@@ -87,11 +95,10 @@ def _conditions(run_dir: Path, shown_as: str | None) -> tuple[str, list[Conditio
     for name, group in runs.groupby("condition"):
         wall = group.pivot_table(index="round", columns="label", values="wall_s")
         tools = dict(zip(group["label"], group["tool"]))
-        readers = [c for c in wall.columns if tools[c] in READERS]
         conditions.append(Condition(
             name, wall, tools, dict(zip(group["label"], group["group"])),
             sorted((c for c in wall.columns if tools[c] in tools_with(REFERENCE_HASH)), key=_base),
-            readers, wall[readers].min(axis=1) if readers else None, int(group["file_size"].iloc[0]),
+            [c for c in wall.columns if tools[c] in READERS], int(group["file_size"].iloc[0]),
             group.assign(cpu_s=group["user_s"] + group["sys_s"]).pivot_table(index="round", columns="label",
                                                                            values="cpu_s"),
             int(group["cores"].iloc[0]) if "cores" in group and group["cores"].notna().any() else machine_cores))
@@ -144,8 +151,7 @@ def tuned_table(run_dir: Path, shown_as: str | None = None, defaults_group: str 
             f"{stats.paired_ratio(wall[best], limit).text(2)} ({_base(best).removeprefix('uring_b3sum ')})",
             stats.paired_ratio(b3sum, limit).text(2),
             f"{versus_best.text(3)} ({_verdict(versus_best)})",
-            f"{stats.paired_ratio(mine, b3sum).text(2)} ({int((mine < b3sum).sum())} of "
-            f"{int((mine / b3sum).notna().sum())})",
+            _versus(mine, b3sum),
             f"{stats.paired_ratio(mine, wall[reader]).text(2)} ({_base(reader)})",
             stats.paired_ratio(c.cpu[defaults[0]] / c.cores, limit).text(2) if c.cores else "-"]) + " |")
     return "\n".join(out)

@@ -82,16 +82,6 @@ static bool mostly_cached(int fd, uint64_t size)
 	return cached * 4 >= pages * 3;
 }
 
-/* Forced by its knob, else what pays with this CPU's SIMD level. */
-static enum staging staging_of(const struct knobs *k)
-{
-	if (k->stage_copy)
-		return STAGE_COPY;
-	if (k->read_once || k->in_place)
-		return k->read_once ? STAGE_READ_ONCE : STAGE_IN_PLACE;
-	return staging_for_this_cpu();
-}
-
 static const char *const staging_names[] = {
 	[STAGE_IN_PLACE] = "in-place", [STAGE_READ_ONCE] = "read-once", [STAGE_COPY] = "copy",
 };
@@ -111,7 +101,7 @@ static int hash_from_memory(const struct ring *r, struct input *in)
 	mapped_file_lost_pages = 0;
 	sigaction(SIGBUS, &sa, &old);
 	/* the whole file at once, every core: a window at a time would wait for the slowest task of each */
-	hash_mapped(&in->hasher, map, size, r->cfg->knobs.stage_size, staging_of(&r->cfg->knobs), r->cfg->knobs.map_release);
+	hash_mapped(&in->hasher, map, size, r->cfg->knobs.stage_size, r->cfg->staging, r->cfg->knobs.map_release);
 	sigaction(SIGBUS, &old, NULL);
 	munmap(map, size);
 	return mapped_file_lost_pages ? -ERR_FILE_CHANGED : 0;
@@ -175,7 +165,7 @@ static void say_how(const struct ring *r, const struct input *in)
 {
 	if (in->from_memory)
 		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, every core, staging %s)\n", r->cfg->prog,
-			in->path, staging_names[staging_of(&r->cfg->knobs)]);
+			in->path, staging_names[r->cfg->staging]);
 	else if (!r->have_uring)
 		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)\n", r->cfg->prog, in->path, r->cfg->knobs.block_size);
 	else
@@ -192,18 +182,19 @@ static void report_effective(const struct ring *r, const struct input *in)
 	const char *path = in->from_memory ? "memory" : !r->have_uring ? "pread" : in->stream ? "stream" : "ring";
 
 	char depth[16] = "null";	/* the pread loop has none */
+	char staging[16] = "null";	/* nor does a file read rather than mapped */
 
 	if (r->have_uring)
 		snprintf(depth, sizeof(depth), "%u", r->cfg->knobs.queue_depth);
+	if (in->from_memory)
+		snprintf(staging, sizeof(staging), "\"%s\"", staging_names[r->cfg->staging]);
 	fprintf(r->effective, "{\"index\": %u, \"path\": \"%s\", \"block_size\": %zu, \"queue_depth\": %s, "
 		"\"buffers\": %u, \"direct\": %s, \"huge_pages\": %s, \"hashing\": \"%s\", \"hash_threads\": %u, "
-		"\"staging\": %s%s%s, \"ring_bytes\": %llu, \"parallel_bytes\": %llu}\n", r->consumer_input, path,
-		r->cfg->knobs.block_size,
-		depth, r->cfg->nr_cells, in->direct ? "true" : "false",
+		"\"staging\": %s, \"ring_bytes\": %llu, \"parallel_bytes\": %llu}\n", r->consumer_input, path,
+		r->cfg->knobs.block_size, depth, r->cfg->nr_cells, in->direct ? "true" : "false",
 		r->cfg->knobs.huge_pages && r->huge_pages_advised && !in->from_memory ? "true" : "false",
 		hashing_name(r, in), in->from_memory || r->cfg->hashing != HASH_SERIAL ? r->cfg->hash_threads : 1,
-		in->from_memory ? "\"" : "", in->from_memory ? staging_names[staging_of(&r->cfg->knobs)] : "null",
-		in->from_memory ? "\"" : "", (unsigned long long)in->ring_bytes, (unsigned long long)in->parallel_bytes);
+		staging, (unsigned long long)in->ring_bytes, (unsigned long long)in->parallel_bytes);
 }
 
 /* 0 is "a block": the default, so that a sweep passing every knob keeps it. */

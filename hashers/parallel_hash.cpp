@@ -77,7 +77,7 @@ constexpr size_t MIN_RELEASE = 64 * 1024;	// whole pages, of any page size Linux
 
 std::atomic<size_t> grain{MIN_GRAIN};
 std::atomic<size_t> stage_bytes{0};	// bytes per staged task; 0: hash in place as it is
-std::atomic<int> stage_how{STAGE_IN_PLACE};	// how a task of at most that size is staged
+std::atomic<staging> stage_how{STAGE_IN_PLACE};	// how a task of at most that size is staged
 // Subtrees of this size inside the mapping being hashed are unmapped once
 // hashed. Only inside it: a ring block hashed on another thread meanwhile is
 // the ring's own memory, which must never be dropped.
@@ -154,8 +154,8 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
     uint8_t *stage = nullptr;
     const uint8_t *input = l_input;
     size_t stage_len = stage_bytes.load(std::memory_order_relaxed);
+    staging how = stage_how.load(std::memory_order_relaxed);
     // The halves are adjacent: one subtree of l + r bytes.
-    int how = stage_how.load(std::memory_order_relaxed);
     if (use_tbb && l_input_len + r_input_len <= stage_len) {
       if (how == STAGE_READ_ONCE)
         read_once(l_input, l_input_len + r_input_len);

@@ -41,6 +41,7 @@ struct ring_config {
 	struct knobs knobs;		/* as given, those a variant does not use turned off */
 	unsigned nr_cells;
 	enum hashing hashing;
+	enum staging staging;		/* how a cached file's tasks meet the cache (parallel_hash.h) */
 	unsigned hash_threads;		/* the most a block can be hashed on: the usable cores, --num-threads */
 	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */
 	unsigned sqe_flags;

@@ -50,6 +50,18 @@ static int register_buffers(struct ring *r)
 	return ret;
 }
 
+/* A cached file's staging: forced by its knob, else what pays with this CPU's SIMD level. */
+static enum staging staging_of(const struct knobs *k)
+{
+	if (k->stage_copy)
+		return STAGE_COPY;
+	if (k->read_once)
+		return STAGE_READ_ONCE;
+	if (k->in_place)
+		return STAGE_IN_PLACE;
+	return staging_for_this_cpu();
+}
+
 /* What the options and the variant make of the ring; faults.c may narrow it in the test builds. */
 static void configure(struct ring_config *cfg, const struct options *opts, const struct variant *v)
 {
@@ -64,6 +76,7 @@ static void configure(struct ring_config *cfg, const struct options *opts, const
 	cfg->hashing = cfg->knobs.parallel_hash ? HASH_PARALLEL :
 		       v->hashes_when_behind && !cfg->knobs.serial_hash && cfg->hash_threads > 1 && cfg->nr_cells > 1 ?
 		       HASH_WHEN_BEHIND : HASH_SERIAL;
+	cfg->staging = staging_of(&cfg->knobs);
 	cfg->path_choice = v->chooses_path && !opts->no_mmap ? opts->path_choice : PATH_RING;
 	cfg->verbose = opts->verbose;
 	cfg->quiet = opts->quiet;

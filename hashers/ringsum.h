@@ -163,7 +163,6 @@ struct progress {
 int parse_options(struct options *opts, int argc, char **argv, const struct variant *v);
 void knobs_for_variant(struct knobs *k, const struct variant *v);
 
-
 /* trace.c */
 int trace_open(struct trace *t, const char *path);
 int trace_close(struct trace *t);

@@ -1,8 +1,8 @@
 """What a hasher really did: `--effective FILE` makes it write a JSON line per file (the path it
 took, block size, depth, buffers, O_DIRECT, huge pages, how its blocks were hashed, how a cached
 file's tasks met the cache), and runs.csv records them beside the knobs asked for, so that a row
-never describes a configuration that did not run. A hasher built before the option (an older build under `--against`, a wrapper script) is
-run without it and its effective columns stay empty.
+never describes a configuration that did not run. A hasher built before the option (an older
+build under `--against`, a wrapper script) is run without it and its effective columns stay empty.
 """
 
 from __future__ import annotations
