@@ -80,10 +80,8 @@
 	FLAG(huge_pages, 0, ALL, "huge", 0, "buffers on 2M transparent huge pages\n" \
 	     "an O_DIRECT request is then a few segments, not one per 4K page") \
 	FLAG(stage_copy, 0, MEMORY, "copy", 0, "from memory, hash each task from a per-thread copy, not in place") \
-	FLAG(read_once, 0, MEMORY, "readonce", 0, "from memory, read each task once, a load per cache line, then hash it\n" \
-	     "the default where BLAKE3 runs AVX-512 (16 chunks read at once)") \
-	FLAG(in_place, 0, MEMORY, "inplace", 0, "from memory, hash each task as it is, with no read first\n" \
-	     "the default below AVX-512 (8 chunks or fewer at once)")
+	FLAG(read_once, 0, MEMORY, "readonce", 0, "from memory, read each task once, a load per cache line, then hash it") \
+	FLAG(in_place, 0, MEMORY, "inplace", 0, "from memory, hash each task as it is, with no read first (the default)")
 
 typedef size_t knob_SIZE_t;
 typedef unsigned knob_COUNT_t;

@@ -13,20 +13,16 @@
  * thousand tasks for a large file, and a single ring block still splits.
  *
  * Staging (hash_mapped, for a file hashed straight from the page cache):
- * one core spends more user time on a cached file hashed from its mapping
- * than hashing the buffer a read() loop gets, still in L2 after the kernel's
- * copy (b3sum against b3sum --no-mmap). With AVX-512, BLAKE3 reads 16
- * chunks 1 KiB apart at once, which the prefetcher seems to follow poorly
- * from DRAM. So there each serial subtree (a task, up to the stage size: the
- * --stage-size knob) is first read once, one load per cache line in order,
- * which the prefetcher does follow, and then hashed in place from the cache.
- * On that machine (Zen 4, 2 MiB L2) it took less time than copying each task
- * into a per-thread buffer first (the --stage-copy knob), than hashing in
- * place without the read, and than prefetch instructions instead of loads
- * (docs/cold-path.md, "Hot"). With AVX2, 8 chunks at once, the read was not
- * shown to gain anything on two cores of a Zen 3 with 512 KiB L2, and on one
- * it leaned slower (docs/cold-path.md, "Staging by the SIMD level"). So the
- * staging follows BLAKE3's SIMD degree; --read-once and --in-place force either.
+ * each serial subtree (a task, up to the stage size: the --stage-size knob)
+ * is hashed in place from the mapping by default. Reading it once first, one
+ * load per cache line (--read-once), or hashing a per-thread copy of it
+ * (--stage-copy) were each meant to help the prefetcher follow BLAKE3's wide
+ * SIMD loads. In the machine ledger (docs/ledger.md, the hot rows) neither
+ * beat hashing in place by more than 2%: on a Zen 3 with AVX2 (68c61e3153fa,
+ * two runs) in place was within 1.5% of read once on both cores by median
+ * and 3-18% faster on one; on an Emerald Rapids with AVX-512 (c4e6be79eb5a)
+ * read once was 17-20% slower on both cores and on one. The Zen 4 race that made read once
+ * the rule on AVX-512 was not kept. --read-once and --stage-copy stay as knobs.
  *
  * Releasing (the same): a mapped file's pages stay in the process's RSS until
  * unmapped, so a file hashed from its mapping peaked at its own size. Each
@@ -214,11 +210,6 @@ extern "C" void hash_mapped(blake3_hasher *hasher, const void *data,
   set_mapping(data, len, release ? std::bit_floor(std::max(release, MIN_RELEASE)) : 0);
   blake3_hasher_update_tbb(hasher, data, len);
   set_mapping(nullptr, 0, 0);
-}
-
-// Read once where BLAKE3 reads 16 chunks at once (AVX-512), in place below.
-extern "C" enum staging staging_for_this_cpu(void) noexcept {
-  return blake3_simd_degree() >= 16 ? STAGE_READ_ONCE : STAGE_IN_PLACE;
 }
 
 // Each job on a task of its own: whole small files, each too small to split.

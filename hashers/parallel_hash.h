@@ -23,8 +23,6 @@ enum staging {
 	STAGE_READ_ONCE,	/* read once, a load per cache line, then hashed in place */
 	STAGE_COPY,		/* copied into a per-thread buffer and hashed there */
 };
-/* The staging that pays with the SIMD level BLAKE3 runs at on this CPU (parallel_hash.cpp says why). */
-enum staging staging_for_this_cpu(void) PARALLEL_HASH_NOEXCEPT;
 /* The same for a mapping of the page cache, in tasks of at most stage bytes, each staged as said. */
 void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, enum staging how,
 		 size_t release) PARALLEL_HASH_NOEXCEPT;

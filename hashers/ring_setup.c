@@ -50,16 +50,14 @@ static int register_buffers(struct ring *r)
 	return ret;
 }
 
-/* A cached file's staging: forced by its knob, else what pays with this CPU's SIMD level. */
+/* A cached file's staging: forced by its knob, else in place (the ledger's hot rows: parallel_hash.cpp). */
 static enum staging staging_of(const struct knobs *k)
 {
 	if (k->stage_copy)
 		return STAGE_COPY;
 	if (k->read_once)
 		return STAGE_READ_ONCE;
-	if (k->in_place)
-		return STAGE_IN_PLACE;
-	return staging_for_this_cpu();
+	return STAGE_IN_PLACE;
 }
 
 /* What the options and the variant make of the ring; faults.c may narrow it in the test builds. */

@@ -11,7 +11,7 @@ from typing import Iterator
 
 import pytest
 
-from harness.machine.sysinfo import MACHINE_ID_FIELDS, STORAGE_ID_FIELDS, fingerprint
+from harness.machine.sysinfo import MACHINE_ID_FIELDS, STORAGE_ID_FIELDS, fingerprint, fingerprint_id
 
 pytestmark = pytest.mark.independent
 
@@ -70,6 +70,22 @@ def test_fields_of_this_machine() -> None:
     assert fp["read_ahead_kb"] >= 0 and fp["scheduler"] and fp["mount_options"]
     for key, reason in fp["errors"].items():
         assert fp[key] is None and reason, key
+
+
+def test_the_cpu_is_told_by_its_signature_and_the_vm_apart_from_a_container() -> None:
+    """A VM often names every Xeon "Intel Xeon Processor": the family, model and stepping tell them
+    apart, and they are in the id. The virtualisation is the VM's even inside a container (this KVM
+    guest's Docker container was once recorded as "docker"); the container is its own field."""
+    fp = fingerprint(REPO / "pyproject.toml")
+    cpu = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in open("/proc/cpuinfo")) if v}
+    if "cpu family" in cpu:
+        assert fp["cpu_signature"] == f"{cpu['cpu family']}/{cpu['model']}/{cpu['stepping']}"
+    assert "cpu_signature" in MACHINE_ID_FIELDS and "container" not in MACHINE_ID_FIELDS
+    vm = subprocess.run(["systemd-detect-virt", "--vm"], capture_output=True, text=True).stdout.strip()
+    container = subprocess.run(["systemd-detect-virt", "--container"], capture_output=True, text=True).stdout.strip()
+    assert fp["virtualization"] == vm and fp["container"] == container
+    other = dict(fp, cpu_signature="6/207/2")
+    assert fingerprint_id(other) != fp["fingerprint_id"]
 
 
 def test_sysinfo_for_a_person_and_as_json() -> None:

@@ -28,8 +28,10 @@ DMI_FIELDS = ("sys_vendor", "product_name", "product_version", "board_vendor", "
 # The fields that make two machines' timings comparable, in the order fingerprint_id hashes them:
 # the machine's, then the storage's under the test file. Not the hostname, the mount point, the
 # device serial or the free space: two identical machines share an id.
-MACHINE_ID_FIELDS = ("cpu_model", "cores", "blake3_simd", "mem_gib", "kernel_series", "virtualization",
-                     "dmi_sys_vendor", "dmi_product_name")
+# The CPU's signature (family, model, stepping) is in it since a VM often names every Xeon
+# "Intel Xeon Processor"; the virtualisation is the VM's, not the container's it may also run in.
+MACHINE_ID_FIELDS = ("cpu_model", "cpu_signature", "cores", "blake3_simd", "mem_gib", "kernel_series",
+                     "virtualization", "dmi_sys_vendor", "dmi_product_name")
 STORAGE_ID_FIELDS = ("fs_type", "mount_options", "device_driver", "device_model", "device_vendor",
                      "device_size_bytes", "rotational", "scheduler", "read_ahead_kb")
 
@@ -133,21 +135,38 @@ def _blake3_simd(flags: set[str]) -> str:
     return next((name for name, need in BLAKE3_SIMD if flags.issuperset(need)), "portable")
 
 
-def _virtualization(flags: set[str]) -> str:
-    """systemd-detect-virt's answer ("none" on bare metal), else Xen's /sys/hypervisor/type, else
-    the CPU's hypervisor flag."""
+def _detect_virt(kind: str) -> str | None:
+    """systemd-detect-virt's answer for one kind ("--vm" or "--container"); None where it has none."""
     try:
-        out = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True, timeout=5)
-        if out.stdout.strip():
-            return out.stdout.strip()
+        out = subprocess.run(["systemd-detect-virt", kind], capture_output=True, text=True, timeout=5)
     except OSError:
-        pass
+        return None
+    return out.stdout.strip() or None
+
+
+def _virtualization(flags: set[str]) -> str:
+    """The virtual machine this runs in ("none" on bare metal), as systemd-detect-virt --vm says,
+    else Xen's /sys/hypervisor/type, else the CPU's hypervisor flag. A container is another
+    field: inside one, plain systemd-detect-virt names the container and hides the VM under it."""
+    vm = _detect_virt("--vm")
+    if vm:
+        return vm
     xen = Path("/sys/hypervisor/type")
     if xen.exists():
         return _read(xen)
     if "hypervisor" in flags:
         return "unknown hypervisor"
     raise LookupError("no systemd-detect-virt, /sys/hypervisor or cpuinfo flags to tell")
+
+
+def _cpu_signature(cpu: dict[str, str]) -> str:
+    """family/model/stepping, in decimal as /proc/cpuinfo gives them ("25/1/1": a Zen 3 Milan)."""
+    parts = [cpu.get(k) for k in ("cpu family", "model", "stepping")]
+    if not all(p and p.isdigit() for p in parts):
+        parts = [cpu.get(k) for k in ("CPU implementer", "CPU part", "CPU revision")]  # arm64
+    if not all(parts):
+        raise LookupError("/proc/cpuinfo gives no family, model and stepping")
+    return "/".join(str(p) for p in parts)
 
 
 def _cache_size(level: int) -> int | None:
@@ -164,6 +183,7 @@ def fingerprint(file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     cpu = probe("cpuinfo", _cpuinfo) or {}
     probe.values.pop("cpuinfo", None)
     probe("cpu_model", lambda: cpu.get("model name") or cpu.get("Model") or platform.processor() or None)
+    probe("cpu_signature", lambda: _cpu_signature(cpu))
     probe("cores", os.cpu_count)
     probe("cores_usable", lambda: len(os.sched_getaffinity(0)))
     flags = set((cpu.get("flags") or cpu.get("Features") or "").split())
@@ -177,6 +197,7 @@ def fingerprint(file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     kernel = probe("kernel", platform.release)
     probe("kernel_series", lambda: re.match(r"\d+\.\d+", kernel).group(0))
     probe("virtualization", lambda: _virtualization(flags))
+    probe("container", lambda: _detect_virt("--container") or "none")
     for field in DMI_FIELDS:
         probe(f"dmi_{field}", lambda field=field: _read(DMI / field) or None)
     probe("arch", platform.machine)
@@ -282,11 +303,12 @@ def human(info: dict[str, Any]) -> str:
 
     mem = fp.get("mem_total_bytes")
     lines = [
-        f"machine:     {fp.get('cpu_model') or '?'}, {fp.get('cores') or '?'} cores ({fp.get('cores_usable') or '?'} usable), "
+        f"machine:     {fp.get('cpu_model') or '?'} ({fp.get('cpu_signature') or '?'}), {fp.get('cores') or '?'} cores ({fp.get('cores_usable') or '?'} usable), "
         f"BLAKE3 SIMD {fp.get('blake3_simd') or '?'}, L2 {size(fp.get('l2_cache_bytes'))} per core, "
         f"L3 {size(fp.get('l3_cache_bytes'))}" + (f", {mem / 2**30:.0f} GiB" if mem else ""),
         f"system:      {fp.get('distribution') or '?'}, kernel {fp.get('kernel') or '?'}, {fp.get('arch') or '?'}"
-        + (f", {fp['virtualization']}" if fp.get("virtualization") else "") + f", io_uring_disabled={fp.get('io_uring_disabled', '?')}",
+        + (f", {fp['virtualization']}" if fp.get("virtualization") else "")
+        + (f" ({fp['container']} container)" if fp.get("container") not in (None, "none") else "") + f", io_uring_disabled={fp.get('io_uring_disabled', '?')}",
         f"storage:     {fp.get('fs_type') or '?'} on {fp.get('source') or '?'} (for {fp.get('file') or '?'}): "
         f"{fp.get('device_driver') or '?'}, {'rotational' if fp.get('rotational') else 'non-rotational'}, "
         f"scheduler {fp.get('scheduler') or '?'}, read-ahead {fp.get('read_ahead_kb', '?')} KiB",

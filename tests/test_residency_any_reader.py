@@ -1,0 +1,80 @@
+"""Whether a file is in the page cache is known to any reader, not only to its owner: cachestat()
+(and mincore()) refuse a caller without write access, so a reader of shared data was told "cold" and
+read a cached file from the disk. uring_b3sum then samples by non-blocking reads (RWF_NOWAIT)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from hashers_support import MiB, b3sum_lines, data_file, evict, program, run
+
+URING_B3SUM = "uring_b3sum"
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                                reason="needs root (to own the file) and setpriv (to read it as nobody)")
+
+
+@pytest.fixture
+def shared_file() -> Iterator[Path]:
+    """A root-owned file, mode 644, in a directory others may enter, on the build disk (O_DIRECT works)."""
+    base = data_file(8 * MiB + 3).parent
+    d = Path(tempfile.mkdtemp(prefix="residency-", dir=base))
+    try:
+        d.chmod(0o755)
+        path = d / "shared.bin"
+        path.write_bytes(data_file(8 * MiB + 3).read_bytes())
+        path.chmod(0o644)
+        yield path
+    finally:
+        shutil.rmtree(d)
+
+
+def _how(path: Path, as_nobody: bool) -> tuple[bytes, bytes]:
+    """What uring_b3sum said it did (--verbose), and its output."""
+    argv = [*(NOBODY if as_nobody else []), str(program(URING_B3SUM)), "--verbose", str(path)]
+    result = run(argv)
+    assert result.returncode == 0, result.stderr
+    return result.stderr, result.stdout
+
+
+def _cached_bytes(path: Path) -> int:
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)],
+                         capture_output=True, text=True, check=True)
+    return int(out.stdout.split()[0])
+
+
+def test_a_reader_who_does_not_own_a_cached_file_hashes_it_from_memory(shared_file: Path) -> None:
+    for searched in (shared_file.parent, data_file(1).parent, data_file(1).parent.parent):
+        if not os.stat(searched).st_mode & 0o001:
+            pytest.skip(f"{searched} is closed to others: nobody could not reach the file")
+    shared_file.read_bytes()
+    for as_nobody in (True, False):
+        said, hashed = _how(shared_file, as_nobody)
+        assert b"hashing from the page cache" in said and hashed == b3sum_lines([shared_file]), (as_nobody, said)
+
+
+def test_a_reader_who_does_not_own_a_cold_file_reads_it_from_the_disk_and_leaves_the_cache_as_it_was(
+        shared_file: Path) -> None:
+    """Cold, and three quarters evicted: the ring and O_DIRECT for owner and reader alike. The reader's
+    sampling reads ahead no more than the pages it asks (POSIX_FADV_RANDOM), and stops at a quarter."""
+    for searched in (shared_file.parent, data_file(1).parent, data_file(1).parent.parent):
+        if not os.stat(searched).st_mode & 0o001:
+            pytest.skip(f"{searched} is closed to others: nobody could not reach the file")
+    evict(shared_file)
+    said, hashed = _how(shared_file, as_nobody=True)
+    assert b"through the io_uring ring" in said and b"O_DIRECT" in said, said
+    assert _cached_bytes(shared_file) <= 64 * 4096
+    assert hashed == b3sum_lines([shared_file])
+    for as_nobody in (True, False):
+        evict(shared_file, 0, 6 * MiB)   # b3sum_lines reads it all back
+        said, hashed = _how(shared_file, as_nobody)
+        assert b"through the io_uring ring" in said and b"O_DIRECT" in said, (as_nobody, said)
+        assert hashed == b3sum_lines([shared_file])
