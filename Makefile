@@ -78,7 +78,7 @@ $(foreach l,$(SIMD_LEVELS),$(eval DIR_$(l) := $(BUILD)/simd-$(l))$(eval LIB_$(l)
 programs = $(foreach p,$(PROGRAMS),$(DIR_$(1))/bin/$(p))
 bins = $(call programs,$(1)) $(DIR_$(1))/share/ringsum/variants
 
-.PHONY: all deps deps-apt docs test test-stress test-sanitize bench sweep fleet wheels lock check-power verify fuzz clean distclean \
+.PHONY: all deps deps-apt docs test test-stress test-sanitize bench sweep ledger fleet wheels lock check-power verify fuzz clean distclean \
 	install uninstall man completions deb b3sum-suite simd
 all: $(call bins,release)
 
@@ -340,6 +340,20 @@ docs: $(VENV_OK) all
 	cp $(BUILD)/docs-report/ranking.png docs/images/ranking.png
 	cp $(BUILD)/docs-report/heatmaps.png docs/images/heatmap.png
 
+# The machine ledger's suites on this machine, one after another (at most 15 minutes, as root: cold
+# runs drop the page cache, one core is a cpuset): the cold file on the disk and on a RAM device,
+# the hot file, the cold and the hot 16,384-file tree. Each run is kept under
+# docs/ledger/<fingerprint id>/ and docs/ledger.md's table redrawn (docs/ledger.md).
+LEDGER_RUNS = $(BUILD)/ledger
+ledger: deps all
+	rm -rf $(LEDGER_RUNS)
+	$(VENV)/bin/ringsum run configs/ledger-cold.toml --file $(SWEEP_FILE) --size 1G --out $(LEDGER_RUNS)
+	$(VENV)/bin/ringsum run configs/hot-staging.toml --file $(SWEEP_FILE) --size 1G --rounds 11 --out $(LEDGER_RUNS)
+	$(VENV)/bin/ringsum run configs/ledger-tree-cold.toml --out $(LEDGER_RUNS)
+	$(VENV)/bin/ringsum run configs/tree-hot.toml --out $(LEDGER_RUNS)
+	$(VENV)/bin/python -m analysis.ledger keep $(LEDGER_RUNS)/*/
+	$(VENV)/bin/python -m analysis.doc_figures docs/ledger.md
+
 # A run that exits 1 (some executions failed) still gets its report; the exit status is kept.
 sweep: deps all
 	$(VENV)/bin/ringsum run $(SWEEP_CONFIG) --file $(SWEEP_FILE) --size 1G --out results --report
@@ -370,7 +384,7 @@ check-power: deps all $(call bins,faults)
 # libFuzzer on the option parser (tests/test_fuzz_options.py has this built): the parser's files, and
 # the variants' table made from their RINGSUM_VARIANT lines, each row named by its file.
 CLANG        ?= $(shell command -v clang-14 || command -v clang)
-OPTION_SRCS  := $(addprefix hashers/,options.c options_help.c grammar_flags.c grammar_positional.c defaults_file.c)
+OPTION_SRCS  := $(addprefix hashers/,options.c options_help.c grammar_flags.c grammar_positional.c defaults_file.c wisdom.c)
 $(BUILD)/gen/variant_table.h: $(wildcard hashers/variants/*.c)
 	@mkdir -p $(@D)
 	awk 'FNR == 1 { name = FILENAME; sub(/.*\//, "", name); sub(/\.c$$/, "", name) } \

@@ -29,11 +29,10 @@ symlink on the way). QUERY is shell-quoted words; LABEL is a command's label as 
     limit_set_by [CONDITION]    the reader setting the speed limit most often, "dd bs=2M in 4 of 8 rounds"
     robust                      the robust pick across machine conditions, with its worst ratio
 
-`limit` is the headline's speed limit, `limit@COND` a machine condition's (time, rate); as a
-ratio's reference, the command's own condition's. Ratios are stats.RATIO_CONVENTION's: this
-command's time / the reference's, paired per round, below 1 is faster.
-Tables (NAME): `paired` (analysis/paired_table.py, per condition), `tuned` (its --tuned: a row a
-condition), `conditions` (each condition's best hasher, the robust pick), `ranking` (by median time).
+`limit` is the headline's speed limit, `limit@COND` a machine condition's (time, rate); as a ratio's
+reference, the command's own condition's. Ratios are stats.RATIO_CONVENTION's. Tables (NAME): `paired` (analysis/paired_table.py, per condition), `tuned` (its --tuned: a row a
+condition), `conditions` (each condition's best hasher, the robust pick), `ranking` (by median time);
+`ledger` the machine ledger for RUN_DIR (docs/ledger): a row a machine x kind of work.
 `--check` writes nothing and exits 1 naming every region that is out of date.
 """
 
@@ -51,7 +50,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import paired_table
+from analysis import ledger, paired_table
 from analysis.chart_data import size_text as _size_text
 from analysis.load import RunDirError, load_run
 from harness import stats
@@ -135,17 +134,17 @@ class Generator:
             self.runs[run_dir] = KeptRun(path, summary, meta)
         return self.runs[run_dir]
 
-    def _checked(self, run_dir: str) -> Path:
+    def _checked(self, run_dir: str, documents: tuple[str, ...] = DOCUMENTS) -> Path:
         """Only real directories and files under docs/: a symlink could make a doc quote any file's numbers."""
         path = self.root / run_dir
-        for step in [*(path / name for name in DOCUMENTS), path, *path.parents]:
+        for step in [*(path / name for name in documents), path, *path.parents]:
             if step == self.root:
                 break
             if step.is_symlink():
                 raise FigureError(f"run directory {run_dir}: {step.relative_to(self.root)} is a symlink")
         if not path.resolve().is_relative_to((self.root / "docs").resolve()):
             raise FigureError(f"run directory {run_dir}: not under docs/")
-        if not (path / "summary.json").is_file():
+        if documents and not (path / "summary.json").is_file():
             raise FigureError(f"run directory {run_dir}: no summary.json (not a kept run)")
         return path
 
@@ -153,6 +152,8 @@ class Generator:
         words = _words(args)
         if not words:
             raise FigureError(f"{kind} marker without a run directory")
+        if kind == "table" and words[1:] == ["ledger"]:  # a directory of machines' runs (analysis/ledger.py)
+            return "\n" + ledger.table(self._checked(words[0], ()), shown_as=words[0]).rstrip("\n") + "\n"
         run = self.run(words[0])
         if kind == "machine":
             if len(words) != 1:
@@ -174,7 +175,7 @@ class Generator:
                 if match["kind"] != "table" and "\n" in match["value"]:
                     raise FigureError(f"{match['kind']} marker not closed on its own line")
                 value = self.fill(match["kind"], match["args"])
-            except (FigureError, RunDirError) as e:
+            except (FigureError, RunDirError, ledger.LedgerError) as e:
                 raise FigureError(f"{file}:{line}: {e}") from None
             except (KeyError, TypeError) as e:  # a summary.json of another shape than the schema's
                 raise FigureError(f"{file}:{line}: {match['args'].split()[0]}: summary.json has no {e}") from None

@@ -82,7 +82,7 @@ class Condition:
         return self.wall[self.readers].min(axis=1) if self.readers else None
 
 
-def _conditions(run_dir: Path, shown_as: str | None) -> tuple[str, list[Condition]]:
+def run_conditions(run_dir: Path, shown_as: str | None) -> tuple[str, list[Condition]]:
     """The line naming the run (as `shown_as`, default its path), and its conditions."""
     run = load_run(run_dir)
     runs = run.runs[(run.runs["exit_code"] == 0) & run.runs["hash_ok"].fillna(True).astype(bool)]  # NA: no hash
@@ -107,7 +107,7 @@ def _conditions(run_dir: Path, shown_as: str | None) -> tuple[str, list[Conditio
 
 def table(run_dir: Path, shown_as: str | None = None) -> str:
     """The tables of one run directory, opened by a line naming it (as `shown_as`, default its path)."""
-    opening, conditions = _conditions(run_dir, shown_as)
+    opening, conditions = run_conditions(run_dir, shown_as)
     out = [opening, ""]
     for c in conditions:
         head = ["command", "median", "× limit"] + [f"× {_base(b)} (faster in)" for b in c.b3sums]
@@ -129,7 +129,7 @@ def tuned_table(run_dir: Path, shown_as: str | None = None, defaults_group: str 
                 tuned_group: str = "tuned") -> str:
     """One row a condition: the limit, the defaults, the best tuned shape and b3sum, each × limit,
     the defaults × the best tuned shape (paired, with the verdict) and × b3sum (with its wins)."""
-    opening, conditions = _conditions(run_dir, shown_as)
+    opening, conditions = run_conditions(run_dir, shown_as)
     head = ["condition", "limit", "defaults × limit", "tuned best × limit", "b3sum × limit",
             "defaults × tuned best", "defaults × b3sum (faster in)", "defaults × fastest reader",
             "CPU floor × limit"]

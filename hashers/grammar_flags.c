@@ -11,7 +11,8 @@
 /* Options without a short form; a knob's is OPT_KNOB + its row. */
 enum {
 	OPT_KEYED = 256, OPT_DERIVE_KEY, OPT_SEEK, OPT_NUM_THREADS, OPT_NO_MMAP, OPT_NO_NAMES,
-	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_KNOBS_JSON, OPT_PROGRESS, OPT_EFFECTIVE, OPT_KNOB = 512,
+	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_KNOBS_JSON, OPT_PROGRESS, OPT_EFFECTIVE, OPT_NO_WISDOM,
+	OPT_WISDOM_KEY, OPT_KNOB = 512,
 };
 
 /* b3sum's options and ours that are not knobs; the knobs' come first (long_options()). */
@@ -35,6 +36,8 @@ static const struct option other_options[] = {
 	{ "trace",			required_argument,	NULL, 't' },
 	{ "effective",			required_argument,	NULL, OPT_EFFECTIVE },
 	{ "knobs-json",			no_argument,		NULL, OPT_KNOBS_JSON },
+	{ "no-wisdom",			no_argument,		NULL, OPT_NO_WISDOM },
+	{ "wisdom-key",			no_argument,		NULL, OPT_WISDOM_KEY },
 	{ "help",			no_argument,		NULL, 'h' },
 	{ "version",			no_argument,		NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -221,6 +224,8 @@ int parse_long_form(struct options *opts, int argc, char **argv, const char *pro
 			break;
 		case 't': opts->trace_path = optarg; break;
 		case OPT_EFFECTIVE: opts->effective_path = optarg; break;
+		case OPT_NO_WISDOM: opts->no_wisdom = true; break;
+		case OPT_WISDOM_KEY: opts->wisdom_key = true; break;
 		case OPT_KNOBS_JSON:
 			knobs_json(stdout, v);
 			return 0;

@@ -194,6 +194,8 @@ static int validate(const struct options *opts, const struct variant *v, const c
 		return bad_usage(prog, "--iopoll needs a loop that waits on completions; use the single-threaded variant");
 	if (!v->chooses_path && (opts->check || opts->quiet || opts->verbose || opts->path_given))
 		return bad_usage(prog, "--check, --quiet, --verbose and --path belong to uring_b3sum");
+	if (!v->defaults_file && (opts->no_wisdom || opts->wisdom_key))
+		return bad_usage(prog, "--no-wisdom and --wisdom-key belong to uring_b3sum");
 	if (check_b3sum_rules(opts, prog) >= 0)
 		return 2;
 	if (opts->no_mmap && opts->path_choice == PATH_MEMORY)
@@ -244,6 +246,8 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 		if (ret < 0)
 			ret = parse_long_form(opts, argc, argv, opts->prog, v);
 	}
+	if (ret < 0 && v->defaults_file)
+		ret = apply_wisdom(opts, v);
 	if (ret >= 0)
 		return ret;
 	/* many files: a list (xargs) and a checksum file are a tree's files too */

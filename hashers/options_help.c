@@ -114,7 +114,10 @@ void usage(FILE *out, const char *prog, const struct variant *v)
 	for (size_t i = 0; i < NR_KNOBS; i++)
 		knob_usage(out, &knob_table[i], &defaults, v);
 	fprintf(out,
-		"  -v, --verbose                uring_b3sum: say how each file is read (default off)\n"
+		"  -v, --verbose                uring_b3sum: say how each file is read and which wisdom it\n"
+		"                               used (default off)\n"
+		"      --no-wisdom              uring_b3sum: leave the measured choices unread (default: read)\n"
+		"      --wisdom-key             uring_b3sum: print the key of a record for the first FILE\n"
 		"      --path auto|memory|ring  uring_b3sum: hash from the page cache (memory) or read through\n"
 		"                               the ring (default auto: memory when the file is all in the page\n"
 		"                               cache and --direct is not given)\n"
@@ -128,6 +131,10 @@ void usage(FILE *out, const char *prog, const struct variant *v)
 		"  -h, --help                   show this help\n"
 		"  -V, --version                show versions of this program, BLAKE3 and liburing\n\n"
 		"Knobs a variant does not use (queue depth for the pread loop) are checked, then ignored.\n"
+		"uring_b3sum's wisdom: choices `ringsum tune --install` measured, a record per CPU, SIMD\n"
+		"degree, device and kind of work (cold file, cached file, tree), filling what no option\n"
+		"gave; in $URING_B3SUM_WISDOM, else $XDG_CONFIG_HOME/ringsum/wisdom or\n"
+		"~/.config/ringsum/wisdom; `ringsum wisdom show` lists them, `ringsum wisdom forget` drops them.\n"
 		"In the positional form BLOCK_KIB is in KiB and the flags are 0 or 1.\n"
 		"Exit status: 0 if every FILE was hashed (or checked OK), 1 if any failed, 2 for a bad command line.\n");
 }
@@ -179,7 +186,8 @@ static void variant_info_json(FILE *out, const struct variant *v)
 /*
  * --knobs-json: the table as the harness reads it. "default" is the article's
  * (the harness's), "variant_default" this program's own; "used" says whether
- * this variant acts on the knob ("needs" says what it takes). "variant_info"
+ * this variant acts on the knob ("needs" says what it takes); "wisdom" the kinds
+ * of work whose records may choose it (wisdom.c). "variant_info"
  * is the variant's own description.
  */
 void knobs_json(FILE *out, const struct variant *v)
@@ -211,8 +219,12 @@ void knobs_json(FILE *out, const struct variant *v)
 		fprintf(out, ", \"variant_default\": ");
 		json_default(out, k, &own, buffers_per_depth(v));
 		fprintf(out, ", \"min\": %llu, \"max\": %llu, \"label\": \"%s\", \"positional\": %d, "
-			"\"needs\": \"%s\", \"used\": %s, \"help\": ", k->min, k->max, k->label, k->positional,
+			"\"needs\": \"%s\", \"used\": %s, \"wisdom\": [", k->min, k->max, k->label, k->positional,
 			needs[k->needs], knob_used(k, v) ? "true" : "false");
+		for (enum wisdom_work w = 0, listed = 0; w < NR_WORKS; w++)
+			if (wisdom_works(k) >> w & 1)
+				fprintf(out, "%s\"%s\"", listed++ ? ", " : "", wisdom_work_name(w));
+		fprintf(out, "], \"help\": ");
 		json_string(out, k->help);
 		fputc('}', out);
 	}

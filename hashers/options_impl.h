@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside the option parser: the knob table and the helpers its files share (options*.c, grammar_*.c, defaults_file.c). */
+/* Inside the option parser: the knob table and the helpers its files share (options*.c, grammar_*.c, defaults_file.c, wisdom.c). */
 #ifndef RINGSUM_OPTIONS_IMPL_H
 #define RINGSUM_OPTIONS_IMPL_H
 
@@ -32,5 +32,12 @@ int parse_article_form(struct options *opts, char **argv, const char *prog);
 
 /* defaults_file.c: uring_b3sum's options file, read before the command line */
 int parse_defaults_file(struct options *opts, const char *prog, const struct variant *v);
+
+/* wisdom.c: uring_b3sum's measured choices for this machine, device and kind of work, after both */
+enum wisdom_work { WORK_COLD_FILE, WORK_CACHED_FILE, WORK_TREE, NR_WORKS };
+unsigned wisdom_works(const struct knob *k);
+const char *wisdom_work_name(enum wisdom_work work);
+void wisdom_key(const char *path, char *buf, size_t size);
+int apply_wisdom(struct options *opts, const struct variant *v);
 
 #endif

@@ -78,6 +78,8 @@ struct options {
 	bool recursive;			/* --recursive: hash the files of directories among the FILEs */
 	bool quiet;			/* with --check: print only failures */
 	bool verbose;			/* say how each file is read */
+	bool no_wisdom;			/* --no-wisdom: no measured choices (wisdom.c) */
+	bool wisdom_key;		/* --wisdom-key: print what a record for the first FILE is keyed by */
 	bool progress;			/* --progress: bytes, files, rate and time left on stderr, a terminal */
 	int path_choice;		/* PATH_AUTO, PATH_MEMORY or PATH_RING */
 	bool path_given;

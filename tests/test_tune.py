@@ -18,6 +18,7 @@ from harness.datasets.dataset import Dataset
 from harness.pipeline.config import parse_config
 from harness.pipeline.plan import build_plan
 from harness.pipeline.results import read_runs
+from harness.tune import wisdom
 from harness.tune import search as tune
 from harness.tune import space as tune_space
 
@@ -139,19 +140,26 @@ def test_runs_used_are_counted_and_capped(tuned):
     assert hasher <= grid // 4
 
 
-def test_tuned_options_are_accepted_by_uring_b3sum(tuned):
+def test_tuned_options_are_accepted_by_uring_b3sum_and_install_writes_wisdom_for_the_work_tuned(tuned):
+    """tuned.options works as an options file; --install made a record for a cached file (the tune ran
+    warm) on this machine and device, holding none of the space's knobs: they are the ring's, and a
+    cached file is hashed from memory, so the defaults stand (an options file used to force them on
+    every kind of work)."""
     options = tuned["dir"] / "tuned.options"
     lines = [ln for ln in options.read_text().splitlines() if not ln.startswith("#")]
     assert lines and all(ln.startswith("--") for ln in lines)
-    installed = tuned["config_home"] / "ringsum" / "uring_b3sum.options"
-    assert installed.read_text() == options.read_text()
+    assert not (tuned["config_home"] / "ringsum" / "uring_b3sum.options").exists()
+    (record,) = wisdom.read_records(tuned["config_home"] / "ringsum" / "wisdom")
+    assert record.work == "cached-file" and record.options == () and record.by == tuned["dir"].name
+    assert record.key == wisdom.key_of(BIN / "uring_b3sum", tuned["file"])
     want = subprocess.run([b3sum_exe(), str(tuned["file"])], capture_output=True, text=True, check=True).stdout
-    env = {k: v for k, v in os.environ.items() if k != "URING_B3SUM_OPTIONS"}
+    env = {k: v for k, v in os.environ.items() if k not in ("URING_B3SUM_OPTIONS", wisdom.ENV)}
     for argv, extra in [([str(BIN / "uring_b3sum"), *" ".join(lines).split()], {"URING_B3SUM_OPTIONS": os.devnull}),
-                        ([str(BIN / "uring_b3sum")], {"XDG_CONFIG_HOME": str(tuned["config_home"])})]:
+                        ([str(BIN / "uring_b3sum"), "--verbose"], {"XDG_CONFIG_HOME": str(tuned["config_home"])})]:
         got = subprocess.run([*argv, "--path", "ring", str(tuned["file"])], capture_output=True, text=True,
                              env={**env, **extra})
         assert got.returncode == 0 and got.stdout == want, got.stderr
+    assert "wisdom for cached-file work" in got.stderr and ": the defaults" in got.stderr
 
 
 # --- the search without running: simulated measurements ---

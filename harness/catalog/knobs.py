@@ -44,6 +44,7 @@ class Knob:
     help: str
     variants: tuple[str, ...]  # the variants that act on it
     variant_defaults: tuple[tuple[str, Any], ...] = ()  # variants whose own default differs
+    wisdom: tuple[str, ...] = ()  # the kinds of work whose wisdom records may choose it (hashers/wisdom.c)
 
     @property
     def is_flag(self) -> bool:
@@ -98,7 +99,7 @@ def _load(bin_dir: Path) -> KnobTable:
         knobs.append(Knob(name=row["name"], option=row["option"], short=row["short"], type=row["type"],
                           default=row["default"], min=row["min"], max=row["max"], label=row["label"],
                           positional=row["positional"], needs=row["needs"], help=row["help"], variants=users,
-                          variant_defaults=own))
+                          variant_defaults=own, wisdom=tuple(row.get("wisdom", ()))))
     return KnobTable(tuple(knobs))
 
 

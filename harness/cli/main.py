@@ -1,5 +1,5 @@
 """`ringsum` command line: run, plan, knobs, sysinfo, report, collect, check, compare, baseline,
-instructions, tune, bisect, history.
+instructions, tune, wisdom, bisect, history.
 
 Errors print `ringsum: <one line>` on stderr. Exit codes: 0 fine; 1 the run failed (hash
 mismatch, failed executions); 2 usage, config or set-up error found before anything ran;
@@ -51,6 +51,7 @@ def make_parser() -> argparse.ArgumentParser:
     check.add_parsers(sub)
     compare.add_parser(sub, COMPARE_HELP)
     tune.add_parser(sub)
+    tune.add_wisdom_parser(sub)
     history.add_parser(sub)
     history.add_history_parser(sub)
     return ap

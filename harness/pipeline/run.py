@@ -85,8 +85,10 @@ class Outcome:
 
 def run(opts: Options, stream: TextIO = sys.stderr) -> Outcome:
     """Run (or resume) a sweep."""
-    # uring_b3sum reads installed defaults (ringsum tune --install); a sweep's knobs must mean what they say.
+    # uring_b3sum reads a user's options file and its wisdom (ringsum tune --install); a sweep's knobs
+    # must mean what they say.
     os.environ["URING_B3SUM_OPTIONS"] = os.devnull
+    os.environ["URING_B3SUM_WISDOM"] = os.devnull
     if opts.resume and _say_finished(Path(opts.resume)):
         return Outcome(0, Path(opts.resume))
     validated = None if opts.resume else validate_new_run(opts)  # errors before waiting

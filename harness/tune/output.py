@@ -6,8 +6,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import math
-import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,8 @@ from harness import stats
 from harness.catalog.knobs import load_knobs
 from harness.pipeline import results as res
 from harness.pipeline.plan import Command, knob_word
-from harness.tune.space import (COMPARE_ROUNDS, DEFAULT_VARIANT, FINAL_ROUNDS, GRID_FRACTION, OPTIONS_NAME, Measure,
+from harness.tune import wisdom
+from harness.tune.space import (COMPARE_ROUNDS, DEFAULT_VARIANT, FINAL_ROUNDS, GRID_FRACTION, Measure,
                                 Space, Stage, TuneError, toml_value, knob_toml_lines, median, ranked, read_stage)
 from harness.units import format_rate, format_size
 
@@ -67,11 +66,6 @@ def tuned_toml(space: Space, c: Command, comment: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def install_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "ringsum" / OPTIONS_NAME
-
-
 def write_outputs(space: Space, o: Outcome, tune_dir: Path, install: bool) -> list[Path]:
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     where = f"machine {o.fingerprint_id or '?'}, {stamp}, {space.file.describe()}, {space.config.run.cache}"
@@ -86,14 +80,20 @@ def write_outputs(space: Space, o: Outcome, tune_dir: Path, install: bool) -> li
         p.write_text(f"# ringsum tune: {lbl} ({where}), median {m:.3f} s\n"
                      + "\n".join(options_lines(space.by_label[lbl])) + "\n", encoding="utf-8")
         written.append(p)
+    best = space.by_label[o.best_default[0]] if o.best_default else None
+    try:
+        key = wisdom.key_of(Path(best.argv[0]), Path(space.file.path)) if best else None
+        res.write_json_atomic(tune_dir / "tune.json", {
+            **dataclasses.asdict(o), "space": str(space.config.path), "file": dataclasses.asdict(space.file),
+            "cache": space.config.run.cache, "max_hasher_runs": math.floor(space.grid_runs * GRID_FRACTION),
+            "finished_at": stamp, "work": wisdom.work_of(space.config.run.cache, space.file.is_tree),
+            "wisdom_key": key, "best_default_variant": best.variant if best else None,
+            "best_default_knobs": best.knob_values() if best else None})
         if install:
-            dest = install_path()
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(p, dest)
-            written.append(dest)
-    res.write_json_atomic(tune_dir / "tune.json", {
-        **dataclasses.asdict(o), "space": str(space.config.path), "file": dataclasses.asdict(space.file),
-        "cache": space.config.run.cache, "max_hasher_runs": math.floor(space.grid_runs * GRID_FRACTION)})
+            wisdom.install(tune_dir)
+            written.append(wisdom.wisdom_path())
+    except wisdom.WisdomError as e:
+        raise TuneError(str(e)) from None
     return written
 
 

@@ -24,8 +24,10 @@ took, not counting waits for the lock). The final stage is reserved first, the s
 take half of the rest; what does not fit is cut, rounds first, then the configurations at the end
 of the list (the neighbours of the lower-ranked points), and each cut is said. The tune directory
 gets `tuned.toml` (a config with the winner alone, for `ringsum run`), `tuned.options` (the best
-`uring_b3sum` setting as its defaults file; `--install` copies it to
-`$XDG_CONFIG_HOME/ringsum/uring_b3sum.options`) and `tune.json` (every stage, every median).
+`uring_b3sum` setting as an options file, for a user who wants it everywhere) and `tune.json` (every
+stage, every median). `--install` (or `ringsum wisdom install TUNE_DIR` later) makes the best
+`uring_b3sum` setting the wisdom record of the kind of work the tune measured, for this machine and
+device (harness/tune/wisdom.py): it then decides for that work alone, never for another.
 
 `--compare-full-grid [RUN_DIR]` then runs the full grid (or reads a finished run of it) and
 re-measures tune's winner and the grid's best interleaved, so the ratio of their medians is fair.

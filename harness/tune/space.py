@@ -48,18 +48,16 @@ GRID_FRACTION = Fraction(1, 4)  # hasher executions allowed, as a fraction of th
 
 
 def __getattr__(name: str) -> str | None:
-    """DEFAULT_VARIANT: the program users run, the variant that reads a defaults file, where
-    `tune --install` writes its best setting; OPTIONS_NAME: that file's name (None before a build).
-    Asked of the built variants when first imported, as they describe themselves."""
-    if name not in ("DEFAULT_VARIANT", "OPTIONS_NAME"):
+    """DEFAULT_VARIANT: the program users run, the variant that reads an options file and wisdom,
+    for which `tune --install` writes its best setting (None before a build). Asked of the built
+    variants when first imported, as they describe themselves."""
+    if name != "DEFAULT_VARIANT":
         raise AttributeError(name)
     try:
         tuned = next((v for v in variant_list() if v.defaults_file), None)
     except VariantsError:
         tuned = None
-    if tuned is None:
-        return None
-    return tuned.name if name == "DEFAULT_VARIANT" else tuned.defaults_file
+    return tuned.name if tuned else None
 
 
 
@@ -283,17 +281,19 @@ def score_text(space: Space, score: float) -> str:
 
 @contextlib.contextmanager
 def _no_installed_defaults() -> Iterator[None]:
-    """uring_b3sum reads installed defaults (an earlier `tune --install`); a flag there (--direct)
-    cannot be turned off on the command line, so stages run without them."""
-    old = os.environ.get("URING_B3SUM_OPTIONS")
-    os.environ["URING_B3SUM_OPTIONS"] = os.devnull
+    """uring_b3sum reads a user's options file and its wisdom (an earlier `tune --install`); a flag
+    there cannot be turned off on the command line, so stages run without either."""
+    names = ("URING_B3SUM_OPTIONS", "URING_B3SUM_WISDOM")
+    old = {name: os.environ.get(name) for name in names}
+    os.environ.update({name: os.devnull for name in names})
     try:
         yield
     finally:
-        if old is None:
-            del os.environ["URING_B3SUM_OPTIONS"]
-        else:
-            os.environ["URING_B3SUM_OPTIONS"] = old
+        for name, value in old.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
 
 
 def _parse_time(s: str | None) -> dt.datetime | None:

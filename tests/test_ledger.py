@@ -1,0 +1,113 @@
+"""The machine ledger (analysis/ledger.py): rows recomputed from the kept runs' runs.csv, what is left
+out, and keeping a run under its machine without following a planted symlink."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import ledger
+
+REPO = Path(__file__).resolve().parent.parent
+EMERALD_RAPIDS = REPO / "docs" / "ledger" / "c4e6be79eb5a"
+ZEN3 = REPO / "docs" / "ledger" / "68c61e3153fa"
+
+
+def _ok(run_dir: Path) -> pd.DataFrame:
+    runs = pd.read_csv(run_dir / "runs.csv")
+    return runs[(runs["exit_code"] == 0) & runs["hash_ok"].fillna(True).astype(bool)]
+
+
+def _wall(runs: pd.DataFrame, label: str) -> pd.Series:
+    return runs[runs["label"] == label].set_index("round")["wall_s"].sort_index()
+
+
+def test_a_hot_row_is_its_runs_medians_and_paired_ratios() -> None:
+    """The Emerald Rapids' hot file on both cores, from runs.csv by hand: the defaults' median, the
+    fastest of its own settings by median (in place), the fastest b3sum, and the per-round ratios."""
+    run_dir = EMERALD_RAPIDS / "hot-staging"
+    (row,) = [r for r in ledger.rows(run_dir, "x") if r.work == "hot file, 2 cores"]
+    runs = _ok(run_dir)
+    mine = _wall(runs, "uring_b3sum defaults @as-is")
+    own = {label: _wall(runs, label) for label in ("uring_b3sum bs=512K qd=4 buf=4 inplace @as-is",
+                                                   "uring_b3sum bs=512K qd=4 buf=4 readonce @as-is")}
+    best_own = min(own, key=lambda label: own[label].median())
+    b3sums = {label: _wall(runs, label) for label in ("b3sum @as-is", "b3sum --num-threads 1 @as-is")}
+    best_b3sum = min(b3sums, key=lambda label: b3sums[label].median())
+    assert row.defaults_s == pytest.approx(mine.median())
+    assert row.rounds == len(mine) == 21
+    assert row.own == "bs=512K qd=4 buf=4 inplace" and best_own.startswith("uring_b3sum bs=512K qd=4 buf=4 inplace")
+    assert row.vs_own.median == pytest.approx((mine / own[best_own]).median())
+    assert row.b3sum == best_b3sum.removesuffix(" @as-is")
+    assert row.vs_b3sum.median == pytest.approx((mine / b3sums[best_b3sum]).median())
+    assert row.b3sum_wins == f"{int((mine < b3sums[best_b3sum]).sum())} of 21"
+    assert row.limit_s == pytest.approx(_wall(runs, "cat @as-is").median())
+    assert row.meets.startswith("no: 1.16 x own best") and "behind b3sum" in row.meets
+
+
+def test_capped_conditions_are_left_out_and_the_defaults_can_be_their_own_best() -> None:
+    rows = ledger.rows(ZEN3 / "conditions-table", "x")
+    assert sorted(r.work for r in rows) == ["cold file, disk, 1 core", "cold file, disk, 2 cores",
+                                            "cold file, ram, 1 core", "cold file, ram, 2 cores"]
+    one_core = next(r for r in rows if r.work == "cold file, disk, 1 core")
+    assert one_core.own == "defaults" and one_core.vs_own.median == 1 and one_core.meets == "yes"
+
+
+def test_the_table_names_every_machine_and_the_doc_holds_it() -> None:
+    text = ledger.table()
+    for machine in ("68c61e3153fa", "c4e6be79eb5a"):
+        assert f"- `{machine}`: " in text and f"| `{machine}` | hot file, 1 core |" in text
+    assert "BLAKE3 SIMD AVX512, L2 2 MiB per core" in text
+    assert text.strip() in (REPO / "docs" / "ledger.md").read_text(encoding="utf-8")
+
+
+def _finished_run(tmp_path: Path) -> Path:
+    run_dir = tmp_path / "runs" / "20261127T000000Z-vm"
+    shutil.copytree(EMERALD_RAPIDS / "hot-staging", run_dir)
+    (run_dir / "raw").mkdir()
+    (run_dir / "raw" / "stdout.txt").write_text("not a record\n")
+    return run_dir
+
+
+def test_keep_copies_the_records_under_the_machine_and_the_suite(tmp_path: Path) -> None:
+    run_dir, book = _finished_run(tmp_path), tmp_path / "ledger"
+    dest = ledger.keep(run_dir, book)
+    assert dest == book / "c4e6be79eb5a" / "hot-staging"
+    assert sorted(p.name for p in dest.iterdir()) == sorted(n for n in ledger.RECORDS if (run_dir / n).exists())
+    (dest / "stale.txt").write_text("from the machine's run before\n")
+    assert ledger.keep(run_dir, book) == dest and not (dest / "stale.txt").exists()
+    assert [r.work for r in ledger.rows(dest, "x")] == ["hot file, 1 core", "hot file, 2 cores"]
+
+
+def test_keep_refuses_an_unfinished_run_and_a_planted_symlink(tmp_path: Path) -> None:
+    run_dir, book = _finished_run(tmp_path), tmp_path / "ledger"
+    meta = json.loads((run_dir / "meta.json").read_text())
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(run_dir, unfinished)
+    (unfinished / "meta.json").write_text(json.dumps({**meta, "finished_at": None}))
+    with pytest.raises(ledger.LedgerError, match="did not finish"):
+        ledger.keep(unfinished, book)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    book.mkdir()
+    (book / "c4e6be79eb5a").symlink_to(elsewhere)
+    with pytest.raises(ledger.LedgerError, match="symlink"):
+        ledger.keep(run_dir, book)
+    assert not any(elsewhere.iterdir())
+    linked = tmp_path / "linked-run"
+    linked.symlink_to(run_dir)
+    with pytest.raises(ledger.LedgerError, match="not a finished run"):
+        ledger.keep(linked, tmp_path / "other-ledger")
+
+
+def test_a_missing_ledger_is_a_one_line_error(tmp_path: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "analysis.ledger", "table", str(tmp_path / "none")],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr == f"fatal: {tmp_path / 'none'}: not a directory\n"
