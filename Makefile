@@ -78,7 +78,7 @@ $(foreach l,$(SIMD_LEVELS),$(eval DIR_$(l) := $(BUILD)/simd-$(l))$(eval LIB_$(l)
 programs = $(foreach p,$(PROGRAMS),$(DIR_$(1))/bin/$(p))
 bins = $(call programs,$(1)) $(DIR_$(1))/share/ringsum/variants
 
-.PHONY: all deps deps-apt docs test test-stress test-sanitize bench sweep ledger fleet wheels lock check-power verify fuzz clean distclean \
+.PHONY: all deps deps-apt docs test test-stress test-sanitize bench sweep ledger wisdom-effect fleet wheels lock check-power verify fuzz clean distclean \
 	install uninstall man completions deb b3sum-suite simd
 all: $(call bins,release)
 
@@ -353,6 +353,19 @@ ledger: deps all
 	$(VENV)/bin/ringsum run configs/tree-hot.toml --out $(LEDGER_RUNS)
 	$(VENV)/bin/python -m analysis.ledger keep $(LEDGER_RUNS)/*/
 	$(VENV)/bin/python -m analysis.doc_figures docs/ledger.md
+
+# What `ringsum tune --install` does to uring_b3sum afterwards (configs/wisdom-effect.toml): a cold
+# tune of one file installed into its own wisdom file, then no record, the record, and the tuned
+# setting as an options file for every kind of work, cold and cached. About 6 minutes, as root.
+WISDOM_EFFECT = $(BUILD)/wisdom-effect
+WISDOM_FILE  ?= $(BUILD)/data/ringsum-256M.bin
+wisdom-effect: deps all
+	rm -rf $(WISDOM_EFFECT) && mkdir -p $(WISDOM_EFFECT)
+	URING_B3SUM_WISDOM=$(abspath $(WISDOM_EFFECT))/wisdom $(VENV)/bin/ringsum tune --variant uring_b3sum \
+		--file $(WISDOM_FILE) --size 256M --budget 3 --install --out $(WISDOM_EFFECT)
+	cp $(WISDOM_EFFECT)/tune-*/tuned.options $(WISDOM_EFFECT)/tuned.options
+	$(VENV)/bin/ringsum run configs/wisdom-effect.toml --file $(WISDOM_FILE) --out $(WISDOM_EFFECT)/runs
+	$(VENV)/bin/ringsum run configs/wisdom-effect.toml --file $(WISDOM_FILE) --warm --out $(WISDOM_EFFECT)/runs
 
 # A run that exits 1 (some executions failed) still gets its report; the exit status is kept.
 sweep: deps all

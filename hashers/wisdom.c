@@ -14,7 +14,7 @@
  * --buffered): a record measured on a cold file cannot send a cached one to
  * the disk. $URING_B3SUM_WISDOM names the file, else it is
  * $XDG_CONFIG_HOME/ringsum/wisdom or ~/.config/ringsum/wisdom; --no-wisdom
- * and URING_B3SUM_WISDOM=/dev/null (as every sweep sets) ignore it.
+ * and URING_B3SUM_WISDOM=/dev/null (as every sweep and test sets) turn it off.
  */
 #include <errno.h>
 #include <limits.h>
@@ -188,6 +188,7 @@ int apply_wisdom(struct options *opts, const struct variant *v)
 	char path[PATH_MAX], key[PATH_MAX + 200], line[PATH_MAX + 1024], where[PATH_MAX + 32], *options, *measured;
 	bool many = opts->recursive || opts->check || opts->nr_files > 1;
 	unsigned lineno = 0, found = 0;
+	struct stat st;
 	int ret = -1;
 	FILE *f;
 
@@ -199,6 +200,10 @@ int apply_wisdom(struct options *opts, const struct variant *v)
 	if (opts->no_wisdom)
 		return -1;
 	f = open_wisdom(path, sizeof(path));
+	if (f && (fstat(fileno(f), &st) || !S_ISREG(st.st_mode))) {
+		fclose(f);	/* /dev/null: wisdom is off, as every sweep has it */
+		return -1;
+	}
 	if (!f) {
 		if (opts->verbose)
 			fprintf(stderr, "%s: no wisdom for %s (%s: %s): the defaults\n", opts->prog, key, path, strerror(errno));

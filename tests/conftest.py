@@ -11,6 +11,10 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 INDEPENDENT = "pytest.mark.independent"
 
+# uring_b3sum reads the machine's wisdom (hashers/wisdom.c); no test depends on what this machine's
+# user installed: every hasher a test runs has it off unless the test names a wisdom file itself.
+os.environ["URING_B3SUM_WISDOM"] = os.devnull
+
 
 @functools.cache
 def independent(module: str) -> bool:

@@ -420,16 +420,17 @@ def test_second_run_waits_for_the_first(tmp_path: Path):
 def test_installed_uring_b3sum_defaults_do_not_leak_into_a_sweep(tmp_path: Path, monkeypatch):
     """A sweep's knobs say what runs: an options file and wisdom (here each one that would make
     uring_b3sum fail) are ignored."""
+    key = subprocess.run([str(REPO / "build" / "bin" / "uring_b3sum"), "--wisdom-key", str(tmp_path)],
+                         capture_output=True, text=True, check=True).stdout.strip()
     poisoned = tmp_path / "uring_b3sum.options"
     poisoned.write_text("--frobnicate\n")
     monkeypatch.setenv("URING_B3SUM_OPTIONS", str(poisoned))
-    key = subprocess.run([str(REPO / "build" / "bin" / "uring_b3sum"), "--wisdom-key", str(tmp_path)],
-                         capture_output=True, text=True, check=True).stdout.strip()
     bad_wisdom = tmp_path / "wisdom"
     bad_wisdom.write_text("".join(f"{key} work={work} measured=x options=--frobnicate\n"
                                   for work in ("cold-file", "cached-file", "tree")))
     monkeypatch.setenv("URING_B3SUM_WISDOM", str(bad_wisdom))
-    alone = subprocess.run([str(REPO / "build" / "bin" / "uring_b3sum"), str(bad_wisdom)], capture_output=True)
+    alone = subprocess.run([str(REPO / "build" / "bin" / "uring_b3sum"), str(bad_wisdom)], capture_output=True,
+                           env={**os.environ, "URING_B3SUM_OPTIONS": os.devnull})
     assert alone.returncode == 2 and b"--frobnicate" in alone.stderr  # it would have failed
     cfg = tmp_path / "c.toml"
     cfg.write_text('[run]\nrounds = 1\n[[hashers]]\nvariant = "uring_b3sum"\nblock_size = "64K"\n'

@@ -51,9 +51,11 @@ def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RINGSUM_LOCK", str(tmp_path / "ringsum.lock"))
 
 
-def ringsum(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def ringsum(*args: str, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess[str]:
+    """`ringsum ARGS`; env's entries over this process's, None removing one."""
+    merged = {k: v for k, v in {**os.environ, **(env or {})}.items() if v is not None}
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=300)
+                          env=merged, timeout=300)
 
 
 def b3sum_exe() -> str:
@@ -73,7 +75,8 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
     data.write_bytes(os.urandom(16 << 20))
     config_home = d / "config"
     r = ringsum("tune", "--space", str(d / "space.toml"), "--file", str(data), "--warm", "--out", str(d / "out"),
-                "--install", env={"RINGSUM_LOCK": str(d / "lock"), "XDG_CONFIG_HOME": str(config_home)})
+                "--install", env={"RINGSUM_LOCK": str(d / "lock"), "XDG_CONFIG_HOME": str(config_home),
+                                  "URING_B3SUM_WISDOM": None})
     assert r.returncode == 0, r.stderr
     (tune_dir,) = (d / "out").iterdir()
     return {"dir": tune_dir, "stdout": r.stdout, "file": data, "config_home": config_home}

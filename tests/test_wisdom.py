@@ -85,6 +85,8 @@ def test_a_record_decides_only_for_its_device_work_and_what_no_option_gave(tmp_p
     assert "wisdom for tree work, measured b" in said and "(512K blocks, 2 deep, 4 buffers, O_DIRECT)" in said, said
     said, _ = _how([cached_file, second], book, "--queue-depth", "3", cold=True)
     assert "(512K blocks, 3 deep, 6 buffers, O_DIRECT)" in said, said
+    said, _ = _how([cached_file, second], tmp_path / "none", cold=True)
+    assert f"no wisdom for {key} ({tmp_path / 'none'}: No such file or directory): the defaults" in said, said
     for off in (["--no-wisdom"], []):
         path = book if off else Path(os.devnull)
         said, _ = _how([cached_file, second], path, *off, cold=True)
@@ -135,6 +137,9 @@ def test_wisdom_is_never_written_through_a_symlink(tmp_path: Path) -> None:
     with pytest.raises(wisdom.WisdomError, match="symlink"):
         wisdom.install(_tune_dir(tmp_path, "cold-file", {"queue_depth": 16}, _key(REPO)), book)
     assert target.read_text() == "untouched\n"
+    with pytest.raises(wisdom.WisdomError, match="not a regular file"):
+        wisdom.write_records(Path(os.devnull), [])
+    assert Path(os.devnull).is_char_device()
 
 
 def test_a_tune_from_before_wisdom_is_a_one_line_error(tmp_path: Path) -> None:

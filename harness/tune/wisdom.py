@@ -88,6 +88,8 @@ def write_records(path: Path, records: list[Record]) -> None:
     """The whole file, replaced at once (a reader sees the old one or the new one)."""
     if path.is_symlink() or path.parent.is_symlink():
         raise WisdomError(f"{path}: a symlink on the way; wisdom is not written through one")
+    if path.exists() and not path.is_file():
+        raise WisdomError(f"{path}: not a regular file (wisdom is off where {ENV}={os.devnull}); nothing written")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".new")
@@ -103,7 +105,7 @@ def key_of(program: Path, path: Path) -> str:
     """What uring_b3sum keys a record for `path` by (uring_b3sum --wisdom-key)."""
     try:
         out = subprocess.run([str(program), "--wisdom-key", "--", str(path)], capture_output=True, text=True,
-                             timeout=30, env={**os.environ, ENV: os.devnull})
+                             timeout=30, env={**os.environ, ENV: os.devnull, "URING_B3SUM_OPTIONS": os.devnull})
     except OSError as e:
         raise WisdomError(f"{program}: {e.strerror or e}") from None
     if out.returncode != 0 or not out.stdout.startswith("cpu="):
