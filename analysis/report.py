@@ -15,7 +15,7 @@ from pathlib import Path
 import matplotlib
 import matplotlib.pyplot as plt
 
-from analysis import chart_data, charts, condition_charts
+from analysis import chart_data, charts, condition_charts, engines
 from analysis.load import Run, speed_limit
 from analysis.report_html import Chart, report_html
 from harness.conditions import robust
@@ -54,6 +54,8 @@ def _chart_jobs(runs: list[Run], trace_labels: list[str] | None) -> list[tuple[s
         ("read-caps", "Following the disk", condition_charts.chart_read_caps, (run,)),
         ("heatmaps", "Tuning heatmaps", charts.chart_heatmaps, (run,)),
         ("in-flight", "In flight", charts.chart_in_flight, (run, trace_labels)),
+        ("fio-in-flight", "fio in flight", engines.chart_fio_in_flight, (run,)),
+        ("engines", "fio's engines", engines.chart_engines, (run,)),
         ("limit-ratio", "Limit ratio", charts.chart_limit_ratio, (run,)),
         ("scaling", "Scaling", charts.chart_scaling, (run,)),
         ("small-files", "Small files", charts.chart_small_files, (run,)),
@@ -155,6 +157,8 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
              f" rounds: {chart_data.rounds(run)}, executions: {len(df)}"
              f" ({int(succeeded(df).sum())} successful)",
              *_machine_lines(run)]
+    if engines.answer(run):
+        lines.append(f"- fio's engines: {engines.answer(run)}")
     if limit:
         lines.append(f"- speed limit ({chart_data.size_text(limit.file_size)} file): {limit.text()}")
     else:

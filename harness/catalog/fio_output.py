@@ -17,6 +17,8 @@ class FioResult:
     bw_Bps: float  # jobs[0].read.bw_bytes
     runtime_s: float  # jobs[0].read.runtime (ms) / 1000
     io_bytes: int  # jobs[0].read.io_bytes
+    iops: float | None = None  # jobs[0].read.iops
+    depth: str = ""  # jobs[0].iodepth_level, fio's own in-flight distribution: "1:0.1 2:0.2 4:99.7" (percent)
 
 
 def parse_fio_json(text: str) -> FioResult:
@@ -26,9 +28,13 @@ def parse_fio_json(text: str) -> FioResult:
         raise FioError("no JSON object in fio output")
     try:
         data = json.loads(text[start:], strict=False)  # fio writes file names into strings unescaped
-        read = data["jobs"][0]["read"]
+        job = data["jobs"][0]
+        read = job["read"]
+        levels = job.get("iodepth_level") or {}
+        depth = " ".join(f"{k}:{float(v):g}" for k, v in levels.items() if float(v) > 0)
         return FioResult(bw_Bps=float(read["bw_bytes"]), runtime_s=float(read["runtime"]) / 1000.0,
-                         io_bytes=int(read.get("io_bytes", 0)))
+                         io_bytes=int(read.get("io_bytes", 0)),
+                         iops=float(read["iops"]) if "iops" in read else None, depth=depth)
     except (json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError) as e:
         raise FioError(f"cannot parse fio JSON: {type(e).__name__}: {e}") from None
 

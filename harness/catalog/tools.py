@@ -110,17 +110,69 @@ def _xxhsum(exe: str, knobs: dict[str, Any], d: Dataset) -> ToolCommand:
                        {"extra": "" if algo == "xxh64" else algo})
 
 
+# fio's engines a config may name: the note's question is whether io_uring pays over plain reads.
+FIO_ENGINES = ("sync", "psync", "libaio", "io_uring")
+ASYNC_ENGINES = ("libaio", "io_uring")  # they keep iodepth requests in flight; sync and psync one
+FIO_RANDOM = "rw=randread"  # in a fio command's extra: a random read, never one of the speed limit's readers
+
+
+def _fio_engine(v: Any) -> str:
+    if v not in FIO_ENGINES:
+        raise ValueError(f"expected one of {', '.join(FIO_ENGINES)}, got {config_values.show(v)}")
+    return v
+
+
+def _fio_rw(v: Any) -> str:
+    if v not in ("read", "randread"):
+        raise ValueError(f'expected "read" (in order) or "randread" (an extra row, never the limit), got {config_values.show(v)}')
+    return v
+
+
+def _fio_batch(v: Any) -> int | str:
+    """An iodepth_batch_* count: a positive integer, or "iodepth" (as deep as the queue)."""
+    if v == "iodepth":
+        return v
+    try:
+        return config_values.posint(v)
+    except ValueError:
+        raise ValueError(f'expected a positive integer or "iodepth", got {config_values.show(v)}') from None
+
+
+def fio_runs_alike(knobs: dict[str, Any]) -> dict[str, Any]:
+    """The knobs as fio acts on them: a sync engine keeps one request in flight and ignores depth and
+    batching; io_uring's own options mean nothing to another engine; batching nothing at depth 1.
+    Two points of a grid that run alike then get one label, and the plan keeps one of them."""
+    k = dict(knobs)
+    if k["ioengine"] not in ASYNC_ENGINES:
+        k["iodepth"] = 1
+    if k["ioengine"] != "io_uring":
+        k.update(fixedbufs=False, registerfiles=False, sqthread_poll=False)
+    batch = ("iodepth_batch_submit", "iodepth_batch_complete_min", "iodepth_batch_complete_max")
+    for name in batch:
+        k[name] = None if k["iodepth"] == 1 or k[name] is None else k["iodepth"] if k[name] == "iodepth" else k[name]
+    return k
+
+
 def _fio(exe: str, knobs: dict[str, Any], d: Dataset) -> ToolCommand | None:
     if d.is_tree:
         return None  # fio --opendir lays out a job per file: many times slower than cat (docs/trees.md)
-    size = d.size
-    bs, depth, direct = knobs["bs"], knobs["iodepth"], knobs["direct"]
-    argv = [exe, "--name=ringsum", f"--filename={FIO_FILE}", "--allow_file_create=0", "--rw=read",
-            f"--bs={bs}", "--ioengine=io_uring", f"--iodepth={depth}", f"--direct={int(direct)}",
-            "--numjobs=1", f"--size={size}", "--invalidate=0",
-            "--output-format=json", f"--output={FIO_JSON}"]
-    return ToolCommand(argv, f"fio bs={format_size(bs)} iodepth={depth} direct={int(direct)}",
-                       {"block_size": bs, "queue_depth": depth, "direct": direct})
+    k = fio_runs_alike(knobs)
+    bs, depth, direct = k["bs"], k["iodepth"], k["direct"]
+    batch = [k["iodepth_batch_submit"], k["iodepth_batch_complete_min"], k["iodepth_batch_complete_max"]]
+    own = [f"--iodepth_batch_submit={batch[0]}"] * (batch[0] is not None) \
+        + [f"--iodepth_batch_complete_min={batch[1]}"] * (batch[1] is not None) \
+        + [f"--iodepth_batch_complete_max={batch[2]}"] * (batch[2] is not None) \
+        + ["--fixedbufs=1"] * k["fixedbufs"] + ["--registerfiles=1"] * k["registerfiles"] \
+        + ["--sqthread_poll=1"] * k["sqthread_poll"]
+    argv = [exe, "--name=ringsum", f"--filename={FIO_FILE}", "--allow_file_create=0", f"--rw={k['rw']}",
+            f"--bs={bs}", f"--ioengine={k['ioengine']}", f"--iodepth={depth}", *own, f"--direct={int(direct)}",
+            "--numjobs=1", f"--size={d.size}", "--invalidate=0", "--output-format=json", f"--output={FIO_JSON}"]
+    # the label as before for fio's defaults here (io_uring, in order, no batching), then what differs
+    extra = " ".join([f"engine={k['ioengine']}"] * (k["ioengine"] != "io_uring") + [FIO_RANDOM] * (k["rw"] != "read")
+                     + ["batch=" + "/".join(str(b or "-") for b in batch)] * any(b is not None for b in batch)
+                     + [name for name in ("fixedbufs", "registerfiles", "sqthread_poll") if k[name]])
+    return ToolCommand(argv, f"fio bs={format_size(bs)} iodepth={depth} direct={int(direct)}" + f" {extra}" * bool(extra),
+                       {"block_size": bs, "queue_depth": depth, "direct": direct, "extra": extra})
 
 
 TOOL_LIST = (
@@ -136,7 +188,11 @@ TOOL_LIST = (
     Tool("xxhsum", {"algo": (_xxh_algo, ("xxh64",))}, _xxhsum, roles=frozenset({OTHER_HASH}),
          hash_Bps=6e9, version=lambda out: re.search(r"\d+\.\d+\.\d+", out).group(0)),
     Tool("fio", {"bs": (config_values.size, (512 << 10,)), "iodepth": (config_values.posint, (2,)),
-                 "direct": (config_values.boolean, (True,))}, _fio,
+                 "direct": (config_values.boolean, (True,)), "ioengine": (_fio_engine, ("io_uring",)),
+                 "rw": (_fio_rw, ("read",)), "iodepth_batch_submit": (_fio_batch, (None,)),
+                 "iodepth_batch_complete_min": (_fio_batch, (None,)), "iodepth_batch_complete_max": (_fio_batch, (None,)),
+                 "fixedbufs": (config_values.boolean, (False,)), "registerfiles": (config_values.boolean, (False,)),
+                 "sqthread_poll": (config_values.boolean, (False,))}, _fio,
          roles=frozenset({LIMIT_READER, SELF_TIMED}), start_s=0.3,  # start-up: a guess for estimates
          version=lambda out: out.strip().removeprefix("fio-"),
          # io_uring reads buffered and O_DIRECT, shallow with the article's best and deep

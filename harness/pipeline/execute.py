@@ -166,7 +166,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
         if cmd.tool in tools_with(SELF_TIMED) and rec.exit_code == 0:
             try:
                 fr = parse_fio_file(fio_path)
-                rec.fio_bw_Bps, rec.fio_runtime_s = fr.bw_Bps, fr.runtime_s
+                rec.fio_bw_Bps, rec.fio_runtime_s, rec.fio_iops, rec.fio_depth = fr.bw_Bps, fr.runtime_s, fr.iops, fr.depth
                 if fr.io_bytes and fr.io_bytes != cmd.file_size:
                     rec.bytes = fr.io_bytes  # it then cannot count for the speed limit
                     errors.append(f"fio read {fr.io_bytes} bytes, not {cmd.file_size}")

@@ -315,7 +315,10 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
                     continue
                 c = _under(config, c, g, cond, tag)
                 if c.label in seen:
-                    if g not in config.limit_groups:  # the limit group overlaps the config's own readers on purpose
+                    if g.name == seen[c.label]:  # two points of one grid the tool runs alike (fio's engines)
+                        notes.append(f"group {g.name}: two points run as {c.label!r} (knobs the tool ignores "
+                                     "there); kept once")
+                    elif g not in config.limit_groups:  # the limit group overlaps the config's own readers on purpose
                         notes.append(f"group {g.name}: {c.label!r} already in group {seen[c.label]}; kept once")
                     continue
                 # a group's own binary (`path`: another build, an A/B run's baseline) is its own command

@@ -33,7 +33,23 @@ def required_tools(plan: Plan) -> dict[str, str]:
             hint = "run `make deps`" + (f" ({reference} goes to .tools/bin)" if name == reference else "")
             raise SetupError(f"{name} not found on PATH; {hint}")
         out[name] = str(p)
+    engines = sorted({a.split("=", 1)[1] for c in plan.commands if c.tool == "fio" for a in c.argv
+                      if a.startswith("--ioengine=")})
+    if engines:
+        check_fio_engines(out["fio"], engines)
     return out
+
+
+def check_fio_engines(fio: str, engines: list[str]) -> None:
+    """Every engine a plan names is one the installed fio has (`fio --enghelp`): a missing one would
+    fail every round of its rows."""
+    rc, out, err = run_group([fio, "--enghelp"], timeout=30)
+    have = {line.strip() for line in out.splitlines()[1:] if line.strip()}
+    missing = [e for e in engines if e not in have]
+    if rc != 0 or not have:
+        raise SetupError(f"{fio} --enghelp: {(err or out).strip() or f'exit {rc}'}: cannot tell which engines it has")
+    if missing:
+        raise SetupError(f"{fio} has no ioengine {', '.join(missing)} (`fio --enghelp` lists those it has)")
 
 
 def check_binaries(plan: Plan) -> None:

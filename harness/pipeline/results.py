@@ -76,6 +76,8 @@ class RunRecord:
     effective_hash_threads: int | None = None  # the most threads a block could be hashed on
     effective_staging: str = ""  # a cached file's tasks: read-once, in-place or copy (memory path only)
     effective_parallel_share: float | None = None  # of the bytes hashed from the ring, the share on every core
+    fio_iops: float | None = None  # fio's own read IOPS
+    fio_depth: str = ""  # fio's in-flight distribution, "1:0.1 2:0.2 4:99.7" (percent of its time at each depth)
 
 
 _FIELDS = [f.name for f in fields(RunRecord)]
@@ -84,7 +86,7 @@ _INT = {"block_size", "queue_depth", "buffers", "num_threads", "file_size", "fil
         "bytes", "exit_code", "read_cap", "cores", "effective_block_size", "effective_queue_depth",
         "effective_buffers", "effective_hash_threads"}
 _FLOAT = {"wall_s", "user_s", "sys_s", "throughput_Bps", "resident_before", "fio_bw_Bps", "fio_runtime_s",
-          "effective_parallel_share"}
+          "effective_parallel_share", "fio_iops"}
 _BOOL = {"direct", "mmap", "hash_ok", "effective_direct", "effective_huge_pages"}
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import stats
-from harness.catalog.tools import PLAIN_READ, READ_TOOLS, REFERENCE_HASH, SELF_TIMED, the_tool, tools_with
+from harness.catalog.tools import FIO_RANDOM, PLAIN_READ, READ_TOOLS, REFERENCE_HASH, SELF_TIMED, the_tool, tools_with
 from harness.conditions import robust
 from harness.conditions.robust import condition_names, one_condition
 from harness.pipeline.decision import Decision, decide
@@ -133,7 +133,10 @@ class SpeedLimit:
 def speed_limit(runs: Any, file: str | None = None) -> SpeedLimit | None:
     """The speed limit of one file (default: the largest); None when no reader succeeded."""
     rows = one_file(runs, file)
-    readers = rows[rows["tool"].isin(READ_TOOLS) & (rows["bytes"] == rows["file_size"]).fillna(False).astype(bool)]
+    in_order = (~rows["extra"].fillna("").astype(str).str.contains(FIO_RANDOM, regex=False)  # a random read: an extra row
+                if "extra" in rows else True)
+    readers = rows[rows["tool"].isin(READ_TOOLS) & (rows["bytes"] == rows["file_size"]).fillna(False).astype(bool)
+                   & in_order]
     times = by_round(readers)
     if not times:
         return None
