@@ -21,7 +21,9 @@ RINGSUM_VARIANT(hash_stream_threaded,
 	 * configs/cold-gap.toml on a virtio disk, cold 1 GiB: O_DIRECT into
 	 * huge-page buffers, 4M x 8 deep, came level with the fastest plain read,
 	 * ahead of the earlier buffered 512K x 8 deep and of O_DIRECT on 4K pages
-	 * (docs/cold-path.md; its kept runs give this shape's figures).
+	 * (docs/cold-path.md). The ledger's cold file rows (docs/ledger.md): within
+	 * 2% of its other shapes on both machines' disks but one row, 6% behind 8
+	 * buffers on the Emerald Rapids' RAM device; no shape is within 2% on all.
 	 */
 	.block_size = 4u << 20,
 	.queue_depth = 8,
