@@ -46,9 +46,9 @@ def test_an_engine_runs_as_fio_acts_on_it() -> None:
     assert TOOLS["fio"].command("fio", FIO_DEFAULTS, Dataset("f.bin", 1 << 20)).label == "fio bs=512K iodepth=2 direct=1"
 
 
-def test_the_plan_keeps_one_of_two_commands_that_run_alike() -> None:
+def test_the_plan_keeps_one_of_two_commands_that_run_alike(tmp_path: Path) -> None:
     config = load_config(REPO / "configs" / "engines.toml")
-    plan = build_plan(config, [Dataset("/tmp/x.bin", 128 << 20)])
+    plan = build_plan(config, [Dataset(str(tmp_path / "x.bin"), 128 << 20)])
     labels = [c.label for c in plan.commands if c.tool == "fio"]
     assert len(labels) == len(set(labels)) == 36
     for engine in ("sync", "psync"):

@@ -76,7 +76,10 @@ def test_happy_path_values():
     b3 = cfg.groups[3]
     assert b3.grid["num_threads"] == (1, None)
     fio = cfg.groups[4]
-    assert fio.grid == {"bs": (512 << 10,), "iodepth": (2, 4), "direct": (True,)}
+    assert fio.grid == {"bs": (512 << 10,), "iodepth": (2, 4), "direct": (True,), "ioengine": ("io_uring",),
+                        "rw": ("read",), "iodepth_batch_submit": (None,), "iodepth_batch_complete_min": (None,),
+                        "iodepth_batch_complete_max": (None,), "fixedbufs": (False,), "registerfiles": (False,),
+                        "sqthread_poll": (False,)}
 
 
 def test_bad_toml_names_file_and_position():

@@ -133,10 +133,8 @@ class SpeedLimit:
 def speed_limit(runs: Any, file: str | None = None) -> SpeedLimit | None:
     """The speed limit of one file (default: the largest); None when no reader succeeded."""
     rows = one_file(runs, file)
-    in_order = (~rows["extra"].fillna("").astype(str).str.contains(FIO_RANDOM, regex=False)  # a random read: an extra row
-                if "extra" in rows else True)
-    readers = rows[rows["tool"].isin(READ_TOOLS) & (rows["bytes"] == rows["file_size"]).fillna(False).astype(bool)
-                   & in_order]
+    in_order = ~rows["extra"].fillna("").astype(str).str.contains(FIO_RANDOM, regex=False) if "extra" in rows else True
+    readers = rows[rows["tool"].isin(READ_TOOLS) & (rows["bytes"] == rows["file_size"]).fillna(False).astype(bool) & in_order]
     times = by_round(readers)
     if not times:
         return None
