@@ -44,7 +44,7 @@
 	       "the stage size", "bytes", "is larger than the 64M maximum", \
 	       "bytes per task hashing a cached file from memory, at most\n" \
 	       "a power of two (others round down)\n" \
-	       "each task then read once and hashed in place, or hashed as it is (--read-once, --in-place)") \
+	       "each task hashed in place (or read once first, or copied: --read-once, --stage-copy)") \
 	NUMBER(map_release, SIZE, 0, MEMORY, 8u << 20, 0, MAX_BLOCK_SIZE, "release", 0, "SIZE", \
 	       "the release size", "bytes", "is larger than the 1G maximum", \
 	       "a cached file's mapping is released in pieces of SIZE as each is hashed\n" \
