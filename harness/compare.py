@@ -202,10 +202,15 @@ def format_markdown(result: Comparison) -> str:
 
 # --- command line ---
 
+NOT_COMPARED = 3  # the exit of a compare that refused: a script can tell it from a result
+
+
 def add_parser(sub: Any, help_text: str) -> None:
     p = sub.add_parser("compare", help=help_text,
                        description="Per command: median time in RUN_A and RUN_B, the ratio B/A with its interval, "
-                                   "faster / slower / no change / inconclusive. Exit 0; 2 when a run cannot be read.")
+                                   "faster / slower / no change / inconclusive. Exit 0 compared; 3 not compared (the runs "
+                                   "measured different things: shown side by side, the reason said); 2 when a run "
+                                   "cannot be read.")
     p.add_argument("run_a", metavar="RUN_A", help="run directory, or a hyperfine --export-json file of the same "
                    "commands: the reference (the ratio's denominator)")
     p.add_argument("run_b", metavar="RUN_B", help="run directory compared with it")
@@ -241,4 +246,4 @@ def run_compare(a: argparse.Namespace) -> int:
             Path(a.markdown).write_text(format_markdown(result), encoding="utf-8")
         except OSError as e:
             raise CheckError(f"--markdown {a.markdown}: {e.strerror}") from None
-    return 0
+    return NOT_COMPARED if result.differences else 0

@@ -457,3 +457,21 @@ def test_report_flag_reports_this_run_even_beside_newer_directories(tmp_path: Pa
         assert (rd / "report.html").is_file() and (rd / "summary.md").is_file()
         assert f"report: {rd / 'report.html'}" in p.stdout
     assert not any((out / "tune-29991231T000000Z-later").iterdir())
+
+
+def test_an_out_directory_on_a_read_only_filesystem_is_one_line_before_anything_runs(tmp_path: Path):
+    """A read-only filesystem, made here: root writes anywhere else, so only a mount shows it."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)")
+    try:
+        for cmd in (["run", "configs/ci.toml"], ["tune", "--budget", "1"]):
+            p = ringsum(*cmd, "--size", "1M", "--dir", str(tmp_path), "--out", str(ro / "results"), *MODE_ARGS,
+                        cwd=REPO)
+            assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+            (line,) = p.stderr.splitlines()
+            assert line.startswith(f"ringsum: --out {ro / 'results'}: "), line
+            assert "Read-only file system" in line or "a read-only filesystem" in line, line
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)

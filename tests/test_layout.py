@@ -238,7 +238,10 @@ def test_the_github_workflow_builds_as_the_runner_user():
     assert "make -C base deps all" in workflow and "make -C pr deps all" in workflow
 
 
-def test_ringsum_alone_lists_its_commands() -> None:
+def test_ringsum_alone_is_a_short_usage_and_one_error_line() -> None:
     r = subprocess.run([sys.executable, "-m", "harness"], capture_output=True, text=True, cwd=REPO)
-    assert r.returncode == 2 and not r.stderr
-    assert all(f"    {cmd} " in r.stdout for cmd in ("run", "plan", "report", "check", "tune", "sysinfo"))
+    assert r.returncode == 2 and not r.stdout
+    lines = r.stderr.splitlines()
+    assert lines[0].startswith("usage: ringsum") and lines[-1] == "ringsum: no command given (see ringsum --help)"
+    assert all(cmd in r.stderr for cmd in ("run", "plan", "report", "check", "tune", "sysinfo", "wisdom"))
+    assert len(lines) <= 4  # the usage, not the whole help

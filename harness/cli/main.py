@@ -5,7 +5,8 @@ Errors print `ringsum: <one line>` on stderr. Exit codes: 0 fine; 1 the run fail
 mismatch, failed executions); 2 usage, config or set-up error found before anything ran;
 130 ended by SIGINT, SIGTERM or SIGHUP (settings put back; resume with --resume). `ringsum check`:
 0 no regression; 1 a regression or a failed command; 2 could not compare (missing baseline, too
-few runs, no common reference, no hasher in both runs).
+few runs, no common reference, no hasher in both runs). `ringsum compare`: 0 compared; 3 not
+compared (the runs measured different things); 2 a run could not be read.
 
 The command line is the one place that wires the packages together: each command's parser and
 handler live in a module of their own (harness/cli/check.py, harness/cli/tune.py, harness/cli/info.py, harness/cli/history.py,
@@ -103,8 +104,10 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if not args:  # the commands (usage, exit 2), rather than an error about the missing one
-        return make_parser().print_help() or 2
+    if not args:  # the short usage, with its commands, and one error line, as any other usage error
+        make_parser().print_usage(sys.stderr)
+        print("ringsum: no command given (see ringsum --help)", file=sys.stderr)
+        return 2
     a = make_parser().parse_args(args)
     try:
         if a.cmd == "run":

@@ -74,13 +74,19 @@ def check_cache_mode(cache: str) -> None:
 
 
 def check_paths(files: list[Dataset], out: str) -> None:
-    """hyperfine takes each command as UTF-8 text: a path that is not UTF-8 cannot reach it intact."""
+    """hyperfine takes each command as UTF-8 text: a path that is not UTF-8 cannot reach it intact; the
+    run directory must be creatable under --out."""
     for what, path in [*(("test file", f.path) for f in files), ("--out directory", str(Path(out).absolute()))]:
         try:
             path.encode("utf-8")
         except UnicodeEncodeError:
             raise SetupError(f"{what} {path.encode('utf-8', 'surrogateescape')!r} is not valid UTF-8, "
                              "which hyperfine cannot pass on; rename it") from None
+    target = Path(out).absolute()
+    there = next(p for p in (target, *target.parents) if p.exists())
+    if not os.access(there, os.W_OK | os.X_OK):  # before the test file is generated or anything runs
+        why = "a read-only filesystem" if there.is_dir() and os.statvfs(there).f_flag & os.ST_RDONLY else "not writable"
+        raise SetupError(f"--out {out}: {there} is {why}; nothing was run")
 
 
 def b3sum_reference(b3sum: str, path: str, timeout: float) -> str:

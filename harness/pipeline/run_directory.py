@@ -44,7 +44,10 @@ def stamped_dir(out: Path, prefix: str = "") -> Path:
     d, n = out / base, 2
     while d.exists():
         d, n = out / f"{base}-{n}", n + 1
-    d.mkdir(parents=True)
+    try:
+        d.mkdir(parents=True)
+    except OSError as e:  # a read-only filesystem, no permission, a file in the way: one line, not a traceback
+        raise SetupError(f"--out {out}: cannot create {d.name} there: {e.strerror}") from None
     return d
 
 
