@@ -120,13 +120,33 @@ def test_bad_settings_are_one_line_errors(tmp_path: Path, args: list[str], messa
     assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
-def test_one_hasher_has_nothing_to_decide(tmp_path: Path):
+def test_one_hasher_alone_has_nothing_to_decide(tmp_path: Path):
     data = tmp_path / "f.bin"
     data.write_bytes(os.urandom(1 << 20))
     p = ringsum("run", str(_config(tmp_path, hashers=1)), "--file", str(data), "--out", str(tmp_path / "r"),
                 "--warm", "--until-decided")
-    assert p.returncode == 2 and "needs two hashers or more" in p.stderr, p.stderr
+    assert p.returncode == 2 and "needs two hashers or more, or a hasher and b3sum" in p.stderr, p.stderr
     assert not (tmp_path / "r").exists() or not any((tmp_path / "r").iterdir())
+
+
+def test_one_hasher_and_b3sum_is_a_question_it_decides(tmp_path: Path):
+    """uring_b3sum against b3sum, the question most users come with (issue 40): the looks ask whether
+    the hasher beats b3sum; each added round runs both; the recorded decision names b3sum."""
+    cfg = _config(tmp_path, hashers=1)
+    cfg.write_text(cfg.read_text().replace("cat = true", "cat = true\nb3sum = true"))
+    data = tmp_path / "f.bin"
+    data.write_bytes(os.urandom(4 << 20))
+    p = ringsum("run", str(cfg), "--file", str(data), "--out", str(tmp_path / "r"), "--warm", "--until-decided",
+                "--max-rounds", "7", timeout=300)
+    assert p.returncode == 0, p.stderr
+    run_dir = run_dirs(tmp_path / "r")[0]
+    seq = json.loads((run_dir / "meta.json").read_text())["sequential"]
+    assert "b3sum" in seq["outcome"]["decision"] and seq["outcome"]["rounds"] in (3, 5, 7)
+    assert seq["outcome"]["decided"] == (seq["outcome"]["stopped_by"] == "decided")
+    plan = json.loads((run_dir / "plan.json").read_text())
+    (hasher,) = [c["label"] for c in plan["commands"] if c["tool"] == "hasher"]
+    for added in plan["orders"][3:]:
+        assert {hasher, "b3sum"} <= set(added), added
 
 
 def test_a_wrong_winner_is_rare_on_made_up_a_a_checks():

@@ -177,7 +177,8 @@ def test_interleaved_equal_times_are_a_tie(tmp_path):
     assert "  runner-up:  B: winner/runner-up 0.978 [0.978, 1.023]: TIE" in lines
     assert lines[lines.index("  fastest:    A") - 1] == (
         "  decision:   no winner after 7 rounds: 2 hashers are within noise (A; B); more than "
-        "70 more rounds would be needed to separate them; take A, the one that sets the fewest options")
+        "70 more rounds would be needed to separate them; take A, the one that sets the fewest options; "
+        "it beats `b3sum` (0.88 [0.88, 0.90] x its time)")
     assert "  command:    /bin/a --x /data/f.bin" in lines
 
 
@@ -188,7 +189,32 @@ def test_a_clearly_faster_hasher_is_real(tmp_path):
     text = verdict.summarize(runs, "cold")
     assert "winner/runner-up 0.891 [0.889, 0.909]: the difference is real" in text
     assert ("  decision:   use A: faster than every other hasher after 5 rounds (its time / the runner-up B's: "
-            "0.891 [0.889, 0.909], min to max of 5 rounds: 93.75%)\n  use:        A\n") in text
+            "0.891 [0.889, 0.909], min to max of 5 rounds: 93.75%); against `b3sum` 0.80 [0.80, 0.84] x its time, "
+            "undecided: 5 rounds give at most 93.8% (min to max), 95% takes 6 or more\n  use:        A\n") in text
+    assert "x the time of `b3sum`: UNDECIDED, too few rounds" in text
+
+
+def test_the_decision_answers_whether_the_hasher_beats_b3sum(tmp_path):
+    """One hasher and b3sum is a question, not "the only hasher in the run": the decision says whether
+    it beats b3sum at the run's confidence, that b3sum beats it (and to use b3sum), a tie, or that the
+    rounds run cannot reach that confidence (issue 40)."""
+    def decision(a: list[float], b3: list[float]) -> str:
+        rows = []
+        for r, (ta, tb) in enumerate(zip(a, b3), 1):
+            rows += [record("cat", "cat", r, 0.30), record("A", "hasher", r, ta), record("b3sum", "b3sum", r, tb)]
+        own = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"  # a runs table of its own each
+        own.mkdir()
+        return dict(verdict.headline(runs_table(own, rows), "cold").items())["decision"]
+
+    assert decision([0.40] * 7, [0.50, 0.51, 0.50, 0.52, 0.50, 0.51, 0.50]) == \
+        "use A; it beats `b3sum` (0.80 [0.77, 0.80] x its time)"
+    assert decision([0.50, 0.51, 0.50, 0.52, 0.50, 0.51, 0.50], [0.40] * 7) == \
+        "use `b3sum`: it beats A, the fastest hasher here, after 7 rounds (A's time / its: 1.25 [1.25, 1.30])"
+    assert decision([0.40, 0.42, 0.40, 0.42, 0.40, 0.42, 0.40], [0.41] * 7) == \
+        "use A; not told apart from `b3sum` after 7 rounds (0.98 [0.98, 1.02] x its time)"
+    assert decision([0.40, 0.41, 0.40], [0.45, 0.44, 0.46]) == (
+        "use A; against `b3sum` 0.89 [0.87, 0.93] x its time, undecided: 3 rounds give at most 75.0% "
+        "(min to max), 95% takes 6 or more")
 
 
 def test_no_winner_says_how_many_more_rounds_and_takes_the_simplest(tmp_path):
@@ -243,4 +269,4 @@ def test_a_stricter_decision_and_its_runner_up_line_agree(tmp_path):
     assert h.decision.kind == "no_winner" and h.runner_up.label == h.decision.runner_up
     assert h.runner_up.ratio == h.decision.runner_up_ratio and h.runner_up.outcome == "tie"
     items = dict(h.items())
-    assert items["runner-up"].endswith(": TIE") and "the decision and the runner-up at 99.50%" in items["intervals"]
+    assert items["runner-up"].endswith(": TIE") and "the decision, the runner-up and vs b3sum at 99.50%" in items["intervals"]

@@ -238,13 +238,14 @@ def _more_rounds(state: RunState, progress: Progress) -> list[tuple[int, int]]:
     labels = sequential.next_round_labels(h)
     count = min(seq.step, seq.max_rounds - len(state.orders))
     step_s = count * sequential.round_seconds(runs, labels, state.config.run.nominal.overhead_s)
-    why = ("decided" if decision.decided else "no hasher" if decision.kind == "none" else
+    settled, said = sequential.settled(h), decision.text(h.b3sum and (h.b3sum.label, h.b3sum.ratio))
+    why = ("decided" if settled else "no hasher" if decision.kind == "none" else
            "max_rounds" if count <= 0 else
            "budget" if seq.budget_s is not None and spent + step_s > seq.budget_s else "")
-    outcome = {"rounds": len(state.orders), "decided": decision.decided, "stopped_by": why or None,
-               "spent_s": spent, "decision": decision.text()}
+    outcome = {"rounds": len(state.orders), "decided": settled, "stopped_by": why or None,
+               "spent_s": spent, "decision": said}
     sequential.record(run_dir, seq, outcome)
-    log(f"until decided: look after {len(state.orders)} rounds (at {seq.confidence:.2%}): {decision.text()}"
+    log(f"until decided: look after {len(state.orders)} rounds (at {seq.confidence:.2%}): {said}"
         + (f"; stop: {why}" if why else f"; {count} more rounds of {len(labels)} commands"))
     if why:
         return []

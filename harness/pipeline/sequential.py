@@ -1,5 +1,6 @@
 """`ringsum run --until-decided`: add rounds to the contenders only, until the headline names a
-winner or the budget (time, or rounds) ends.
+winner (or, for one hasher and b3sum, says which of the two is faster) or the budget (time, or
+rounds) ends.
 
 Looking at the data after every few rounds and stopping at the first look that names a winner
 would, at 95% a look, name a winner that is not one far more often than 5% of the time. So the
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import stats
+from harness.catalog.tools import REFERENCE_HASH, tools_with
 from harness.pipeline import results as res
 from harness.pipeline import verdict
 from harness.pipeline.decision import Decision
@@ -75,8 +77,19 @@ def check_plan(plan: Any) -> None:
     if len(files) != 1 or len(plan.conditions) > 1:
         raise SequentialError(f"--until-decided decides one workload; this plan reads {len(files)} "
                               f"datasets in {len(plan.conditions)} conditions")
-    if sum(c.tool == "hasher" for c in plan.commands) < 2:
-        raise SequentialError("--until-decided needs two hashers or more to decide between")
+    hashers = sum(c.tool == "hasher" for c in plan.commands)
+    if hashers < 2 and not (hashers == 1 and any(c.tool in tools_with(REFERENCE_HASH) for c in plan.commands)):
+        raise SequentialError("--until-decided needs two hashers or more, or a hasher and b3sum, to decide between")
+
+
+def settled(h: Any) -> bool:
+    """Whether a look answers the run's question: which hasher is the fastest or, with one hasher and
+    b3sum, whether it beats b3sum or b3sum beats it, at the look's confidence."""
+    d = h.decision
+    if d.runner_up is None and d.kind != "none" and h.b3sum is not None:
+        r = h.b3sum.ratio
+        return bool(r.n) and r.confidence >= d.confidence and (r.high < 1.0 or r.low > 1.0)
+    return d.decided
 
 
 def current_decision(runs: Any, cache: str, argv: dict[str, list[str]], seq: Sequential) -> tuple[Decision, Any]:

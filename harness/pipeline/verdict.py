@@ -6,9 +6,9 @@ median, interval and ratio comes from `harness.stats`.
 The speed limit is the fastest plain read of the same bytes in the same run: in each round, the
 lowest time of any read-only command (`READ_TOOLS`: the limit readers of harness/catalog/tools.py, and
 a `[[commands]]` entry with `reads_only`); a self-timed reader (fio) counts by its own read runtime,
-since its wall time includes its start-up. A reader cannot be faster than it by
-construction; a hasher, b3sum or xxhsum that is faster (median of its per-round ratio below 1)
-means the run's readers missed a faster way to read, and is reported as a finding.
+since its wall time includes its start-up. A reader cannot be faster than it by construction; a
+hasher, b3sum or xxhsum that is faster (median of its per-round ratio below 1) means the run's
+readers missed a faster way to read, and is reported as a finding.
 """
 
 from __future__ import annotations
@@ -53,10 +53,10 @@ def by_round(runs: Any) -> dict[str, RoundTimes]:
     return out
 
 
-def paired(a: RoundTimes, b: RoundTimes) -> stats.Estimate:
+def paired(a: RoundTimes, b: RoundTimes, confidence: float = stats.CONFIDENCE) -> stats.Estimate:
     """a's time / b's time, per round both have, as a median with its interval."""
     rounds = sorted(set(a) & set(b))
-    return stats.paired_ratio([a[r] for r in rounds], [b[r] for r in rounds])
+    return stats.paired_ratio([a[r] for r in rounds], [b[r] for r in rounds], confidence)
 
 
 def files_by_size(runs: Any) -> list[str]:
@@ -229,7 +229,7 @@ class Headline:
 
     def items(self) -> list[tuple[str, str]]:
         """(what, text) pairs: the headline in words, for summary.txt and summary.md alike."""
-        out = [("decision", self.decision.text())] if self.decision else []
+        out = [("decision", self.decision.text(self.b3sum and (self.b3sum.label, self.b3sum.ratio)))] if self.decision else []
         if self.use is None:
             out.append(("use", "no hasher ran successfully"))
         else:
@@ -244,10 +244,11 @@ class Headline:
                             f"of {len(self.limit.set_in_round)} rounds)"))
             else:
                 out.append(("vs limit", f"- (no read-only command ({', '.join(READ_TOOLS)}) in the run)"))
-            if self.b3sum:
+            if self.b3sum:  # too few rounds for 95% even from min to max: undecided, whatever the median says
+                word = "undecided" if self.b3sum.ratio.confidence < stats.CONFIDENCE else self.b3sum.outcome
                 out.append(("vs b3sum", f"{self.b3sum.ratio.text(2)} x the time of `{self.b3sum.label}`: "
-                            + {"faster": "faster, real", "slower": "SLOWER than b3sum, real",
-                               "tie": "a TIE with b3sum", "unknown": "no common rounds"}[self.b3sum.outcome]))
+                            + {"faster": "faster, real", "slower": "SLOWER than b3sum, real", "tie": "a TIE with b3sum",
+                               "unknown": "no common rounds", "undecided": "UNDECIDED, too few rounds"}[word]))
             if self.runner_up:
                 out.append(("runner-up", f"{self.runner_up.label}: winner/runner-up "
                             f"{self.runner_up.ratio.text(3)}: "
@@ -261,7 +262,7 @@ class Headline:
             short = self.median.confidence < stats.CONFIDENCE
             strict = self.decision and self.decision.confidence > stats.CONFIDENCE
             out.append(("intervals", f"95% for medians and per-round ratios, {INTERVAL_METHOD}"
-                        + (f"; the decision and the runner-up at {self.decision.confidence:.2%} (several looks)"
+                        + (f"; the decision, the runner-up and vs b3sum at {self.decision.confidence:.2%} (several looks)"
                            if strict else "")
                         + (f"; {self.median.n} rounds give at most {self.median.confidence:.1%} (min to max)"
                            if short else "")))
@@ -326,7 +327,7 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
         h.vs_limit = paired(mine, h.limit.per_round)
     b3sums = fastest(times, [lbl for lbl, tool in tools.items() if tool in tools_with(REFERENCE_HASH)])
     if b3sums:
-        h.b3sum = Versus(b3sums[0][0], paired(mine, times[b3sums[0][0]]))
+        h.b3sum = Versus(b3sums[0][0], paired(mine, times[b3sums[0][0]], confidence))
     if len(hashers) > 1:
         d = h.decision  # the runner-up the decision names, at its confidence
         h.runner_up = Versus(d.runner_up, d.runner_up_ratio, not d.decided) if d.runner_up and d.runner_up_ratio else None
