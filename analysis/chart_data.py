@@ -119,10 +119,9 @@ def machine(run: Run) -> str:
 
 
 def rounds(run: Run) -> int:
-    configured = ((run.meta.get("config") or {}).get("run") or {}).get("rounds")
-    if configured:
-        return int(configured)
-    return int(run.runs["round"].max()) if len(run.runs) else 0
+    """The rounds that ran: the config's, or more where --until-decided added some (runs.csv says)."""
+    configured = ((run.meta.get("config") or {}).get("run") or {}).get("rounds") or 0
+    return max(int(configured), int(run.runs["round"].max()) if len(run.runs) else 0)
 
 
 def run_date(run: Run) -> str:

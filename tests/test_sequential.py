@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,7 @@ from harness import stats
 from harness.pipeline import decision
 from harness.pipeline import sequential
 from harness.pipeline.results import read_runs
-from test_harness_run import own_run_lock, ringsum, run_dirs  # noqa: F401 (the fixture: a lock of its own)
+from test_harness_run import REPO, own_run_lock, ringsum, run_dirs  # noqa: F401 (the fixture: a lock of its own)
 
 
 def _config(tmp_path: Path, hashers: int = 2) -> Path:
@@ -85,6 +87,11 @@ def test_it_stops_at_the_rounds_at_most_and_adds_only_the_contenders(tmp_path: P
     assert summary["sequential"]["outcome"]["stopped_by"] == "max_rounds"
     text = (run_dir / "summary.txt").read_text()
     assert "until decided: 5 rounds, the 5 rounds at most are done; the decision looked at most 2 times" in text
+    report = subprocess.run([sys.executable, "-m", "analysis", str(run_dir)], capture_output=True, text=True,
+                            cwd=REPO, timeout=300)
+    assert report.returncode == 0, report.stderr
+    markdown = (run_dir / "summary.md").read_text()  # the rounds that ran, not the config's 3
+    assert "rounds: 5, executions: 15" in markdown and "5 rounds ·" in (run_dir / "ranking.svg").read_text()
 
 
 def test_a_budget_smaller_than_a_round_stops_after_the_first_look(tmp_path: Path):
