@@ -122,6 +122,14 @@ def test_bad_revisions_are_one_line_errors(tmp_path):
                     "--config", str(REPO / "configs" / "check.toml"))
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
     assert not (tmp_path / "out").exists()  # nothing made for a bisect that cannot start
+    for rounds, confidence, need in (("5", "95%", 6), ("7", "99%", 8)):
+        p = ringsum("bisect", "--repo", str(repo), f"--good={shas[0]}", f"--bad={shas[1]}", "--out",
+                    str(tmp_path / "out"), "--config", str(REPO / "configs" / "check.toml"), "--rounds", rounds,
+                    "--confidence", confidence)
+        assert p.returncode == 2 and p.stderr == (
+            f"ringsum: {rounds} rounds can never decide a step at {confidence}: the fewest that can are {need} "
+            f"(--rounds {need}, or a lower --confidence); nothing was built\n"), p.stderr
+    assert not (tmp_path / "out").exists()
     with pytest.raises(RevisionError, match="not a git repository"):
         Repository(tmp_path)
 

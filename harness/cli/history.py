@@ -7,11 +7,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from harness import stats
 from harness.check import decide
 from harness.cli.args import fraction_arg, posint_arg, size_arg
 from harness.history import add as history_add
 from harness.history.bisect import Bisection, Settings
 from harness.history.revisions import Repository, RevisionError
+from harness.pipeline.config import load_config
 from harness.pipeline.run_directory import stamped_dir
 from harness.progress import log
 
@@ -75,11 +77,22 @@ def _cmd_history_add(a: argparse.Namespace) -> int:
     return 0 if len(made) == len(revs) else 1
 
 
+def fewest_rounds(confidence: float) -> int:
+    """The fewest rounds whose intervals can reach the confidence at all: each command's from min to
+    max, all hashers' pooled (a signed-rank interval); fewer can never decide a step."""
+    return next(n for n in range(2, 1000) if stats.order_index(n, confidence)
+                and stats.shift_interval(range(1, n + 1), confidence).confidence >= confidence)
+
+
 def _cmd_bisect(a: argparse.Namespace) -> int:
     repo_dir = Path(a.repo).absolute()
     config = Path(a.config) if a.config else repo_dir / CHECK_CONFIG
     if not config.is_file():
         raise decide.CheckError(f"{config}: no such config")
+    rounds, need = a.rounds or load_config(config).run.rounds, fewest_rounds(a.confidence)
+    if rounds < need:  # said before anything is built, not after both ends were
+        raise decide.CheckError(f"{rounds} rounds can never decide a step at {a.confidence:.0%}: the fewest that can "
+                                f"are {need} (--rounds {need}, or a lower --confidence); nothing was built")
     try:
         repo = Repository(repo_dir)
         good, bad = repo.resolve(a.good), repo.resolve(a.bad)
