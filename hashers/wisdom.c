@@ -205,9 +205,13 @@ int apply_wisdom(struct options *opts, const struct variant *v)
 		return -1;
 	}
 	if (!f) {
+		int err = errno;	/* none there (or not ours to read) is no wisdom; anything else, an error */
+
 		if (opts->verbose)
-			fprintf(stderr, "%s: no wisdom for %s (%s: %s): the defaults\n", opts->prog, key, path, strerror(errno));
-		return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? -1 : bad_usage(opts->prog, "%s: %s", path, strerror(errno));
+			fprintf(stderr, "%s: no wisdom for %s (%s: %s): the defaults\n", opts->prog, key, path, strerror(err));
+		if (err == ENOENT || err == ENOTDIR || err == EACCES)
+			return -1;
+		return bad_usage(opts->prog, "%s: %s", path, strerror(err));
 	}
 	while (ret < 0 && fgets(line, sizeof(line), f)) {
 		lineno++;
