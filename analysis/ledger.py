@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.load import RunDirError, load_run
-from analysis.paired_table import HASHERS, Condition, run_conditions
+from analysis.paired_table import HASHERS, Condition, run_conditions, without_condition
 from harness import stats
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -72,10 +72,6 @@ class Row:
         if self.hot and self.vs_b3sum is not None and self.vs_b3sum.median > 1:
             misses.append("behind b3sum")
         return "yes" if not misses else "no: " + ", ".join(misses)
-
-
-def _base(label: str) -> str:
-    return label.split(" @", 1)[0]
 
 
 def _is_b3sum(c: Condition, label: str) -> bool:
@@ -120,11 +116,11 @@ def rows(run_dir: Path, shown_as: str) -> list[Row]:
             machine=fp_id, work=_work(str(mine["cache"].iloc[0]), files, device, c.cores), run=shown_as,
             rounds=int(wall[label].notna().sum()), defaults_s=float(wall[label].median()),
             vs_own=stats.paired_ratio(wall[label], wall[own]),
-            own="defaults" if own == label else _base(own).removeprefix("uring_b3sum "),
+            own="defaults" if own == label else without_condition(own).removeprefix("uring_b3sum "),
             vs_b3sum=stats.paired_ratio(wall[label], wall[b3sum]) if b3sum else None,
             b3sum_wins=(f"{int((wall[label] < wall[b3sum]).sum())} of {int((wall[label] * wall[b3sum]).notna().sum())}"
                         if b3sum else "-"),
-            b3sum=_base(b3sum) if b3sum else "-",
+            b3sum=without_condition(b3sum) if b3sum else "-",
             vs_limit=stats.paired_ratio(wall[label], limit) if limit is not None else None,
             limit_s=float(limit.median()) if limit is not None else None,
             hot=str(mine["cache"].iloc[0]) != "cold"))

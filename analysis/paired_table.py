@@ -39,7 +39,8 @@ HASHERS = ("hasher", COMMAND)
 BEHIND_AT_MOST = 1.03  # issue 29: the defaults never more than 3% behind the best tuned shape
 
 
-def _base(label: str) -> str:
+def without_condition(label: str) -> str:
+    """A label without its machine condition's tag: "b3sum @1core" -> "b3sum"."""
     return label.split(" @", 1)[0]
 
 
@@ -55,7 +56,7 @@ def condition_rows(wall: pd.DataFrame, limit: pd.Series | None, b3sums: list[str
     """wall: rounds x labels of one condition; limit: its fastest plain read per round; tools: label -> tool."""
     rows = []
     for label in sorted(c for c in wall.columns if tools[c] in HASHERS):
-        row = [_base(label), f"{wall[label].median():.3f} s"]
+        row = [without_condition(label), f"{wall[label].median():.3f} s"]
         row.append(stats.paired_ratio(wall[label], limit).text(2) if limit is not None else "-")
         row += [_versus(wall[label], wall[b]) for b in b3sums]
         rows.append(row)
@@ -97,7 +98,7 @@ def run_conditions(run_dir: Path, shown_as: str | None) -> tuple[str, list[Condi
         tools = dict(zip(group["label"], group["tool"]))
         conditions.append(Condition(
             name, wall, tools, dict(zip(group["label"], group["group"])),
-            sorted((c for c in wall.columns if tools[c] in tools_with(REFERENCE_HASH)), key=_base),
+            sorted((c for c in wall.columns if tools[c] in tools_with(REFERENCE_HASH)), key=without_condition),
             [c for c in wall.columns if tools[c] in READERS], int(group["file_size"].iloc[0]),
             group.assign(cpu_s=group["user_s"] + group["sys_s"]).pivot_table(index="round", columns="label",
                                                                            values="cpu_s"),
@@ -110,7 +111,7 @@ def table(run_dir: Path, shown_as: str | None = None) -> str:
     opening, conditions = run_conditions(run_dir, shown_as)
     out = [opening, ""]
     for c in conditions:
-        head = ["command", "median", "× limit"] + [f"× {_base(b)} (faster in)" for b in c.b3sums]
+        head = ["command", "median", "× limit"] + [f"× {without_condition(b)} (faster in)" for b in c.b3sums]
         said = (f"limit {c.limit.median():.3f} s (fastest plain read per round, median)" if c.limit is not None
                 else "no plain reader")
         out += [f"**{c.name}**: {said}", "",
@@ -148,11 +149,11 @@ def tuned_table(run_dir: Path, shown_as: str | None = None, defaults_group: str 
         out.append("| " + " | ".join([
             c.name, f"{limit.median():.3f} s ({c.file_size / limit.median() / 1e9:.2f} GB/s)",
             stats.paired_ratio(mine, limit).text(2),
-            f"{stats.paired_ratio(wall[best], limit).text(2)} ({_base(best).removeprefix('uring_b3sum ')})",
+            f"{stats.paired_ratio(wall[best], limit).text(2)} ({without_condition(best).removeprefix('uring_b3sum ')})",
             stats.paired_ratio(b3sum, limit).text(2),
             f"{versus_best.text(3)} ({_verdict(versus_best)})",
             _versus(mine, b3sum),
-            f"{stats.paired_ratio(mine, wall[reader]).text(2)} ({_base(reader)})",
+            f"{stats.paired_ratio(mine, wall[reader]).text(2)} ({without_condition(reader)})",
             stats.paired_ratio(c.cpu[defaults[0]] / c.cores, limit).text(2) if c.cores else "-"]) + " |")
     return "\n".join(out)
 
