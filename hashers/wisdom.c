@@ -192,8 +192,10 @@ int apply_wisdom(struct options *opts, const struct variant *v)
 	int ret = -1;
 	FILE *f;
 
-	wisdom_key(opts->nr_files ? opts->files[0] : NULL, key, sizeof(key));
+	const char *first = opts->nr_files ? opts->files[0] : NULL;
+
 	if (opts->wisdom_key) {
+		wisdom_key(first, key, sizeof(key));
 		printf("%s\n", key);
 		return 0;
 	}
@@ -207,12 +209,15 @@ int apply_wisdom(struct options *opts, const struct variant *v)
 	if (!f) {
 		int err = errno;	/* none there (or not ours to read) is no wisdom; anything else, an error */
 
-		if (opts->verbose)
+		if (opts->verbose) {	/* the key costs a read of /proc/cpuinfo: only when it is said */
+			wisdom_key(first, key, sizeof(key));
 			fprintf(stderr, "%s: no wisdom for %s (%s: %s): the defaults\n", opts->prog, key, path, strerror(err));
+		}
 		if (err == ENOENT || err == ENOTDIR || err == EACCES)
 			return -1;
 		return bad_usage(opts->prog, "%s: %s", path, strerror(err));
 	}
+	wisdom_key(first, key, sizeof(key));
 	while (ret < 0 && fgets(line, sizeof(line), f)) {
 		lineno++;
 		if (line[0] == '#' || line[0] == '\n')

@@ -9,6 +9,7 @@ is replayed first, so a crash found once stays a regression test.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -33,8 +34,13 @@ def build_target() -> Path:
         pytest.skip("clang not installed (apt-get install clang-14 libclang-rt-14-dev)")
     if next((REPO / "build" / "vendor").glob("blake3-*/c"), None) is None:
         pytest.skip("BLAKE3 sources not fetched (run make)")
-    result = subprocess.run(["make", "-s", "-C", str(REPO), f"CLANG={CLANG}", str(TARGET.relative_to(REPO))],
-                            capture_output=True, text=True)
+    TARGET.parent.mkdir(parents=True, exist_ok=True)
+    # The module's tests may run on two workers at once: one make at a time, or one test runs the
+    # binary while the other's make is still writing it ("Text file busy").
+    with open(TARGET.parent / ".build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = subprocess.run(["make", "-s", "-C", str(REPO), f"CLANG={CLANG}", str(TARGET.relative_to(REPO))],
+                                capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return TARGET
 
