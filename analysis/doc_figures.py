@@ -30,9 +30,10 @@ symlink on the way). QUERY is shell-quoted words; LABEL is a command's label as 
     robust                      the robust pick across machine conditions, with its worst ratio
 
 `limit` is the headline's speed limit, `limit@COND` a machine condition's (time, rate); as a ratio's
-reference, the command's own condition's. Ratios are stats.RATIO_CONVENTION's. Tables (NAME): `paired` (analysis/paired_table.py, per condition), `tuned` (its --tuned: a row a
-condition), `conditions` (each condition's best hasher, the robust pick), `ranking` (by median time);
-`ledger` the machine ledger for RUN_DIR (docs/ledger): a row a machine x kind of work.
+reference, the command's own condition's. Ratios are stats.RATIO_CONVENTION's. Tables (NAME):
+`paired` (analysis/paired_table.py, per condition), `tuned` (its --tuned: a row a condition),
+`conditions` (each condition's best hasher, the robust pick), `ranking` (by median time); `ledger`
+the machine ledger for RUN_DIR (docs/ledger): a row a machine x kind of work.
 `--check` writes nothing and exits 1 naming every region that is out of date.
 """
 

@@ -43,6 +43,11 @@ class FioRow:
     bs: int
     depth: int
 
+    @property
+    def order(self) -> tuple:
+        """Rows read as a table: in order first, then by block size and depth."""
+        return self.rw != "read", self.bs, self.depth, self.label
+
 
 def fio_rows(run: Run) -> tuple[pd.DataFrame, dict[str, FioRow]]:
     """fio's successful executions (fio's runtime per round, labels x rounds) and what each label is."""
@@ -119,8 +124,9 @@ def chart_fio_in_flight(run: Run) -> Figure | Skip:
     rows = df[(df["tool"] == "fio") & succeeded(df) & (df["queue_depth"].fillna(1) > 1)]
     if "fio_depth" not in rows or not rows["fio_depth"].fillna("").astype(bool).any():
         return Skip("no fio command deeper than one recorded its in-flight distribution")
+    described = fio_rows(run)[1]
     shares: dict[str, dict[str, float]] = {}
-    for label, depths in sorted(rows.groupby("label")["fio_depth"], key=lambda g: _order(str(g[0]))):
+    for label, depths in sorted(rows.groupby("label")["fio_depth"], key=lambda g: described[str(g[0])].order):
         cells = [dict((k, float(v)) for k, v in (w.split(":") for w in str(d).split())) for d in depths if d == d and d]
         keys = sorted({k for c in cells for k in c}, key=lambda k: int(k.lstrip(">=")))
         shares[str(label)] = {k: sum(c.get(k, 0.0) for c in cells) / len(cells) for k in keys}
@@ -137,14 +143,6 @@ def chart_fio_in_flight(run: Run) -> Figure | Skip:
     fig.suptitle(f"fio in flight\n{subtitle(run)}", fontsize=10, y=1.02)
     ax.invert_yaxis()  # the first row on top
     return fig
-
-
-def _order(label: str) -> tuple:
-    """Labels by order, block size, then depth: the bars read as a table."""
-    bs = re.search(r"bs=(\d+)([KM])", label)
-    depth = re.search(r"iodepth=(\d+)", label)
-    return ("randread" in label, int(bs[1]) << (10 if bs[2] == "K" else 20) if bs else 0,
-            int(depth[1]) if depth else 0, label)
 
 
 def main(argv: list[str] | None = None) -> int:

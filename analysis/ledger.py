@@ -62,6 +62,7 @@ class Row:
     vs_limit: stats.Estimate | None
     limit_s: float | None
     hot: bool
+    file_size: int  # bytes read: the limit's rate is file_size / limit_s
 
     @property
     def meets(self) -> str:
@@ -123,7 +124,7 @@ def rows(run_dir: Path, shown_as: str) -> list[Row]:
             b3sum=without_condition(b3sum) if b3sum else "-",
             vs_limit=stats.paired_ratio(wall[label], limit) if limit is not None else None,
             limit_s=float(limit.median()) if limit is not None else None,
-            hot=str(mine["cache"].iloc[0]) != "cold"))
+            hot=str(mine["cache"].iloc[0]) != "cold", file_size=c.file_size))
     return out
 
 
@@ -135,7 +136,7 @@ def machine_line(fp: dict, disk_rate: float | None) -> str:
     """What the ledger's figures depend on, for one machine."""
     signature = fp.get("cpu_signature") or "family/model/stepping not recorded"
     virt = fp.get("virtualization") or "?"
-    rate = f"cold 1 GiB plain read {disk_rate / 1e9:.2f} GB/s" if disk_rate else "cold read rate not in the ledger"
+    rate = f"cold plain read {disk_rate / 1e9:.2f} GB/s" if disk_rate else "cold read rate not in the ledger"
     return (f"{fp.get('cpu_model', '?')} ({signature}), BLAKE3 SIMD {str(fp.get('blake3_simd', '?')).upper()}, "
             f"L2 {_size(fp.get('l2_cache_bytes'))} per core, {fp.get('cores', '?')} cores, {virt}; "
             f"{fp.get('fs_type', '?')} on {fp.get('device_driver') or '?'}, {rate}")
@@ -174,9 +175,9 @@ def table(ledger: Path = LEDGER_DIR, shown_as: str = "docs/ledger") -> str:
         raise LedgerError(f"{ledger}: no kept run (make ledger keeps one)")
     out = ["Machines (the directory under the ledger is the fingerprint id its runs recorded):", ""]
     for machine, fp in machines.items():
-        disk = [r for r in all_rows if r.machine == fp.get("fingerprint_id") and r.work.startswith("cold file, disk")
-                and r.limit_s]
-        rate = (1 << 30) / min(r.limit_s for r in disk) if disk else None  # type: ignore[type-var]
+        disk = [r.file_size / r.limit_s for r in all_rows
+                if r.machine == fp.get("fingerprint_id") and r.work.startswith("cold file, disk") and r.limit_s]
+        rate = max(disk) if disk else None
         out.append(f"- `{machine}`: {machine_line(fp, rate)}")
     head = ["machine", "kind of work", "run", "rounds", "defaults", "× own best", "own best", "× b3sum (faster in)",
             "b3sum", "× limit", "limit", "targets met"]

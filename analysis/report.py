@@ -157,8 +157,8 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
              f" rounds: {chart_data.rounds(run)}, executions: {len(df)}"
              f" ({int(succeeded(df).sum())} successful)",
              *_machine_lines(run)]
-    if engines.answer(run):
-        lines.append(f"- fio's engines: {engines.answer(run)}")
+    if said := engines.answer(run):
+        lines.append(f"- fio's engines: {said}")
     if limit:
         lines.append(f"- speed limit ({chart_data.size_text(limit.file_size)} file): {limit.text()}")
     else:

@@ -174,11 +174,19 @@ def is_tie(ratio: Estimate) -> bool:
     return ratio.n > 0 and ratio.low <= 1.0 <= ratio.high
 
 
-def outcome(ratio: Estimate) -> str:
+def outcome(ratio: Estimate, confidence: float | None = None) -> str:
     """For a ratio a/b of times: 'faster' (a is, the whole interval below 1), 'slower', 'tie',
-    or 'unknown' (no pairs)."""
+    or 'unknown' (no pairs); given a confidence, 'undecided' where the rounds cannot reach it even
+    from min to max."""
     if not ratio.n:
         return "unknown"
+    if confidence is not None and ratio.confidence < confidence:
+        return "undecided"
     if is_tie(ratio):
         return "tie"
     return "faster" if ratio.high < 1.0 else "slower"
+
+
+def fewest_rounds(confidence: float) -> int:
+    """The fewest values whose median interval (from min to max at the least) reaches the confidence."""
+    return next(n for n in range(1, 10_000) if order_index(n, confidence))

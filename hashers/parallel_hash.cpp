@@ -17,12 +17,12 @@
  * is hashed in place from the mapping by default. Reading it once first, one
  * load per cache line (--read-once), or hashing a per-thread copy of it
  * (--stage-copy) were each meant to help the prefetcher follow BLAKE3's wide
- * SIMD loads. In the machine ledger (docs/ledger.md, the hot rows) neither
- * beat hashing in place by more than 2%: on a Zen 3 with AVX2 (68c61e3153fa,
- * two runs) in place was within 1.5% of read once on both cores by median
- * and 3-18% faster on one; on an Emerald Rapids with AVX-512 (c4e6be79eb5a)
- * read once was 17-20% slower on both cores and on one. The Zen 4 race that made read once
- * the rule on AVX-512 was not kept. --read-once and --stage-copy stay as knobs.
+ * SIMD loads. In the machine ledger (docs/ledger.md, the hot rows) reading
+ * once never beat hashing in place by more than 2%: on the Zen 3 with AVX2
+ * (68c61e3153fa, two runs; add026ac3c38) within 1.5% on both cores by median
+ * and 3-18% slower on one; on an Emerald Rapids with AVX-512 (c4e6be79eb5a)
+ * 17-20% slower on both cores and on one. The Zen 4 race that made read once
+ * the rule on AVX-512 was not kept; copying is in no kept run. Both stay as knobs.
  *
  * Releasing (the same): a mapped file's pages stay in the process's RSS until
  * unmapped, so a file hashed from its mapping peaked at its own size. Each

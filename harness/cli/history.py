@@ -80,8 +80,8 @@ def _cmd_history_add(a: argparse.Namespace) -> int:
 def fewest_rounds(confidence: float) -> int:
     """The fewest rounds whose intervals can reach the confidence at all: each command's from min to
     max, all hashers' pooled (a signed-rank interval); fewer can never decide a step."""
-    return next(n for n in range(2, 1000) if stats.order_index(n, confidence)
-                and stats.shift_interval(range(1, n + 1), confidence).confidence >= confidence)
+    return next(n for n in range(stats.fewest_rounds(confidence), 10_000)
+                if stats.shift_interval(range(1, n + 1), confidence).confidence >= confidence)
 
 
 def _cmd_bisect(a: argparse.Namespace) -> int:

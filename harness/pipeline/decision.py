@@ -61,22 +61,18 @@ class Decision:
         if reference is None:
             return self._among_hashers()
         label, ratio = reference
-        if ratio.n and ratio.confidence >= self.confidence and ratio.low > 1.0:
+        word = stats.outcome(ratio, self.confidence)
+        if word == "slower":
             return (f"use `{label}`: it beats {self.winner}, the fastest hasher here, after {self.rounds} rounds "
                     f"({self.winner}'s time / its: {ratio.text(2)})")
         base = f"use {self.winner}" if self.runner_up is None else self._among_hashers()
-        return f"{base}; {self._against(label, ratio)}"
-
-    def _against(self, label: str, ratio: stats.Estimate) -> str:
-        if not ratio.n:
-            return f"no round in common with `{label}`"
-        if ratio.confidence < self.confidence:
-            need = next(n for n in range(ratio.n + 1, 10 * ratio.n + 20) if stats.order_index(n, self.confidence))
-            return (f"against `{label}` {ratio.text(2)} x its time, undecided: {ratio.n} rounds give at most "
-                    f"{ratio.confidence:.1%} (min to max), {self.confidence:.0%} takes {need} or more")
-        if ratio.high < 1.0:
-            return f"it beats `{label}` ({ratio.text(2)} x its time)"
-        return f"not told apart from `{label}` after {ratio.n} rounds ({ratio.text(2)} x its time)"
+        return f"{base}; " + {
+            "unknown": f"no round in common with `{label}`",
+            "undecided": (f"against `{label}` {ratio.text(2)} x its time, undecided: {ratio.n} rounds give at most "
+                          f"{ratio.confidence:.1%} (min to max), {self.confidence:.0%} takes "
+                          f"{stats.fewest_rounds(self.confidence)} or more"),
+            "faster": f"it beats `{label}` ({ratio.text(2)} x its time)",
+            "tie": f"not told apart from `{label}` after {ratio.n} rounds ({ratio.text(2)} x its time)"}[word]
 
     def _among_hashers(self) -> str:
         assert self.winner is not None

@@ -87,8 +87,7 @@ def settled(h: Any) -> bool:
     b3sum, whether it beats b3sum or b3sum beats it, at the look's confidence."""
     d = h.decision
     if d.runner_up is None and d.kind != "none" and h.b3sum is not None:
-        r = h.b3sum.ratio
-        return bool(r.n) and r.confidence >= d.confidence and (r.high < 1.0 or r.low > 1.0)
+        return stats.outcome(h.b3sum.ratio, d.confidence) in ("faster", "slower")
     return d.decided
 
 

@@ -245,7 +245,7 @@ class Headline:
             else:
                 out.append(("vs limit", f"- (no read-only command ({', '.join(READ_TOOLS)}) in the run)"))
             if self.b3sum:  # too few rounds for 95% even from min to max: undecided, whatever the median says
-                word = "undecided" if self.b3sum.ratio.confidence < stats.CONFIDENCE else self.b3sum.outcome
+                word = stats.outcome(self.b3sum.ratio, stats.CONFIDENCE)
                 out.append(("vs b3sum", f"{self.b3sum.ratio.text(2)} x the time of `{self.b3sum.label}`: "
                             + {"faster": "faster, real", "slower": "SLOWER than b3sum, real", "tie": "a TIE with b3sum",
                                "unknown": "no common rounds", "undecided": "UNDECIDED, too few rounds"}[word]))
