@@ -78,7 +78,7 @@ $(foreach l,$(SIMD_LEVELS),$(eval DIR_$(l) := $(BUILD)/simd-$(l))$(eval LIB_$(l)
 programs = $(foreach p,$(PROGRAMS),$(DIR_$(1))/bin/$(p))
 bins = $(call programs,$(1)) $(DIR_$(1))/share/ringsum/variants
 
-.PHONY: all deps deps-apt docs test test-stress test-sanitize bench sweep ledger wisdom-effect fleet wheels lock check-power verify fuzz clean distclean \
+.PHONY: all deps deps-apt docs test test-stress test-sanitize bench bench-cli sweep ledger wisdom-effect fleet wheels lock check-power verify fuzz clean distclean \
 	install uninstall man completions deb b3sum-suite simd
 all: $(call bins,release)
 
@@ -215,7 +215,8 @@ INSTALL     ?= install
 VERSION     := $(shell sed -n 's/^\#define RINGSUM_VERSION "\(.*\)"/\1/p' hashers/ringsum.h)
 MAN_PAGES   := $(PROGRAMS:%=$(BUILD)/man/%.1)
 COMPLETIONS := $(PROGRAMS:%=$(BUILD)/completions/bash/%) $(PROGRAMS:%=$(BUILD)/completions/zsh/_%) \
-	       $(BUILD)/completions/bash/b3sum $(BUILD)/completions/zsh/_b3sum
+	       $(BUILD)/completions/bash/b3sum $(BUILD)/completions/zsh/_b3sum \
+	       $(BUILD)/completions/bash/ringsum $(BUILD)/completions/zsh/_ringsum
 
 $(BUILD)/man/%.1: $(BUILD)/bin/% | deps-apt
 	@mkdir -p $(@D)
@@ -227,6 +228,11 @@ $(BUILD)/completions/bash/b3sum: $(BUILD)/bin/uring_b3sum hashers/completion.py
 $(BUILD)/completions/zsh/_b3sum: $(BUILD)/bin/uring_b3sum hashers/completion.py
 	@mkdir -p $(@D)
 	$(PYTHON) hashers/completion.py zsh $< --name b3sum > $@
+# ringsum's own, from its parser (harness/cli/completion.py): `source build/completions/bash/ringsum`.
+$(BUILD)/completions/bash/ringsum $(BUILD)/completions/zsh/_ringsum: $(VENV_OK) $(wildcard harness/cli/*.py)
+	@mkdir -p $(@D)
+	$(VENV)/bin/python -m harness.cli.completion $(if $(findstring /bash/,$@),bash,zsh) > $@.new
+	mv $@.new $@
 $(BUILD)/completions/bash/%: $(BUILD)/bin/% hashers/completion.py
 	@mkdir -p $(@D)
 	$(PYTHON) hashers/completion.py bash $< > $@
@@ -325,10 +331,15 @@ test-sanitize: deps $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS)
 
 bench: deps all $(call bins,notrace) $(call bins,blake3join)
 	rm -rf $(BUILD)/bench
+	$(MAKE) --no-print-directory bench-cli
 	$(VENV)/bin/ringsum run configs/bench-trace.toml --file $(SWEEP_FILE) --size 1G --out $(BUILD)/bench/trace
 	$(VENV)/bin/python -m harness.bench $(BUILD)/bench/trace/*/
 	$(VENV)/bin/ringsum run configs/bench-join.toml --file $(SWEEP_FILE) --size 1G --out $(BUILD)/bench/join
 	$(VENV)/bin/python -m harness.bench $(BUILD)/bench/join/*/
+
+# `ringsum --help`'s start-up against its target of 0.15 s (hyperfine, 31 runs; build/bench/cli-startup.json).
+bench-cli: $(VENV_OK)
+	$(VENV)/bin/python tests/bench_cli_startup.py
 
 # The generated parts of the docs: the knob table (from the hashers' --knobs-json, as
 # tests/test_knobs.py checks it) and every measured figure, from the run directories kept under

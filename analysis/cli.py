@@ -1,7 +1,7 @@
 """`ringsum report RUN_DIR [RUN_DIR ...] [-o OUT]`: charts, summary.md and report.html.
 
-Wired into `ringsum` by ringsum/cli.py through add_report_parser() and run_report(); also
-runnable alone as `python -m analysis`. Exit codes: 0 written; 1 the run has no data or the
+Wired into `ringsum` by harness/cli/parser.py through add_report_arguments() and run_report();
+also runnable alone as `python -m analysis`. Exit codes: 0 written; 1 the run has no data or the
 output cannot be written; 2 a path is not a run directory.
 """
 
@@ -12,18 +12,13 @@ import sys
 from pathlib import Path
 
 
-def add_report_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("report", help="charts, summary.md and report.html for run directories",
-                              description=__doc__.splitlines()[0])
+def add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                    help="run directory to report on; more directories join the across-runs chart")
-    p.add_argument("-o", "--out", type=Path, metavar="OUT",
-                   help="output directory (default: the first RUN_DIR)")
+    p.add_argument("-o", "--out", type=Path, metavar="OUT", help="output directory (default: the first RUN_DIR)")
     p.add_argument("--trace", action="append", metavar="LABEL", dest="trace_labels",
                    help="command label for the in-flight chart (repeatable; default: best, worst, "
                         "and a singlethread/multithread pair at the same knobs)")
-    p.set_defaults(func=run_report)
-    return p
 
 
 def _fail(message: str, code: int) -> int:
@@ -61,6 +56,6 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis")
-    add_report_parser(parser.add_subparsers(dest="cmd", required=True))
-    return run_report(parser.parse_args(["report", *(sys.argv[1:] if argv is None else argv)]))
+    parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__.splitlines()[0])
+    add_report_arguments(parser)
+    return run_report(parser.parse_args(sys.argv[1:] if argv is None else argv))

@@ -16,6 +16,7 @@ both make the exit status 1 while the rest is still reported.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from dataclasses import dataclass
@@ -274,7 +275,9 @@ def write(roots: list[Path], out: Path) -> tuple[Path, str | None, list[Trouble]
     return out / MARKDOWN_OUT, unlike_warning(ms), troubles
 
 
-def run_collect(roots: list[str], out: str) -> int:
+def run_collect(a: argparse.Namespace) -> int:
+    """`ringsum collect DIR... --out OUT`."""
+    roots, out = a.dirs, a.out
     try:
         md, warning, troubles = write([Path(r) for r in roots], Path(out))
     except (FleetError, RunDirError) as e:

@@ -205,22 +205,6 @@ def format_markdown(result: Comparison) -> str:
 NOT_COMPARED = 3  # the exit of a compare that refused: a script can tell it from a result
 
 
-def add_parser(sub: Any, help_text: str) -> None:
-    p = sub.add_parser("compare", help=help_text,
-                       description="Per command: median time in RUN_A and RUN_B, the ratio B/A with its interval, "
-                                   "faster / slower / no change / inconclusive. Exit 0 compared; 3 not compared (the runs "
-                                   "measured different things: shown side by side, the reason said); 2 when a run "
-                                   "cannot be read.")
-    p.add_argument("run_a", metavar="RUN_A", help="run directory, or a hyperfine --export-json file of the same "
-                   "commands: the reference (the ratio's denominator)")
-    p.add_argument("run_b", metavar="RUN_B", help="run directory compared with it")
-    p.add_argument("--threshold", default=f"{decide.DEFAULT_THRESHOLD:.0%}", metavar="PCT",
-                   help="smallest change that counts (default %(default)s)")
-    p.add_argument("--confidence", default=f"{decide.DEFAULT_CONFIDENCE:.0%}", metavar="PCT",
-                   help="confidence of the interval (default %(default)s)")
-    p.add_argument("--markdown", metavar="FILE", help="also write the table as Markdown")
-
-
 def run_compare(a: argparse.Namespace) -> int:
     fractions = []
     for option, text in (("--threshold", a.threshold), ("--confidence", a.confidence)):

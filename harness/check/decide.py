@@ -44,19 +44,16 @@ from typing import Any
 import numpy as np
 
 from harness import stats
+from harness.check.settings import (DEFAULT_CONFIDENCE, DEFAULT_INSTRUCTION_TOLERANCE, DEFAULT_THRESHOLD,  # noqa: F401
+                                    MIN_RUNS, RESAMPLES, parse_fraction)
 from harness.check.load import REFERENCE_TOOLS, CheckError, RunData, Sample, is_run_dir
 from harness.pipeline import counters as ctr
 from harness.pipeline.run import run
 
-DEFAULT_THRESHOLD = 0.05
-DEFAULT_CONFIDENCE = 0.95
-RESAMPLES = 10_000
 SEED = 20230701
-MIN_RUNS = 3  # ok executions per command on each side
 FIGURES = ("paired", *REFERENCE_TOOLS, "raw")  # in order of preference for the verdict
 POOLED = "all hashers, pooled"
 MIN_LOG_SCALE = 1e-3  # a command's per-round noise is never taken as below 0.1% (weights stay finite)
-DEFAULT_INSTRUCTION_TOLERANCE = 0.01
 
 # verdicts
 REGRESSION, IMPROVEMENT, NO_CHANGE, FAILED = "regression", "improvement", "no change", "failed"
@@ -327,16 +324,3 @@ def measure(opts: Any) -> tuple[Path, int]:
     if outcome.run_dir is None or not is_run_dir(outcome.run_dir):
         raise CheckError(f"the current run wrote no run directory under {opts.out} (exit {outcome.code})")
     return outcome.run_dir, outcome.code
-
-
-
-def parse_fraction(text: str) -> float:
-    """"5%" or "0.05" -> 0.05."""
-    t = text.strip()
-    try:
-        v = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
-        raise ValueError(f"expected a fraction like 5% or 0.05, got {text!r}") from None
-    if not 0 <= v < 1:
-        raise ValueError(f"expected a fraction between 0 and 1, got {text!r}")
-    return v

@@ -17,13 +17,13 @@ from harness.catalog.variants import REPO_ROOT, VariantsError, default_bin_dir, 
 from harness.datasets.dataset import Dataset
 from harness.datasets.generate import ensure_dataset
 from harness.pipeline.preflight import b3sum_reference
+from harness.check.settings import INSTRUCTION_FILE_SIZE
 from harness.units import format_size
 
 
 INSTRUCTIONS_JSON = "instructions.json"
 
 
-INSTRUCTION_FILE_SIZE = 64 << 20
 
 
 def counted_variants(bin_dir: Path) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from harness.catalog.variants import BIN_DIR_HELP
-from harness.check.decide import parse_fraction
+from harness.check.settings import parse_fraction
 from harness.conditions.spec import add_condition_args
 from harness import config_values
 

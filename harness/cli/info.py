@@ -4,13 +4,14 @@ how long), knobs (the hashers' options as they describe themselves) and sysinfo 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
-from harness.catalog.variants import BIN_DIR_HELP, variant_list
-from harness.cli.args import add_file_args
+from harness.catalog.variants import variant_list
 from harness.conditions.spec import condition_overrides, plan_lines
 from harness.datasets.generate import describe, resolve_files
 from harness.machine.sysinfo import human, sysinfo
@@ -21,28 +22,7 @@ from harness.pipeline.option_probe import HasherRejects, check_hashers
 from harness.pipeline.plan import build_plan
 from harness.pipeline.run_request import LONG_PLAN_S, Options, apply_overrides
 from harness.units import format_size
-import dataclasses
-import shutil
 from harness.catalog.knobs import load_knobs, markdown_table, terminal_view
-
-
-def add_parsers(sub: Any) -> None:
-    p = sub.add_parser("plan", help="print the expanded commands and the estimated duration")
-    p.add_argument("config")
-    add_file_args(p)
-    p.add_argument("--json", action="store_true", help="print the plan as JSON")
-    p.add_argument("--out", default="results", metavar="DIR",
-                   help="parent of run directories, as for run: the estimate learns from this machine's "
-                        "earlier ones there (default results)")
-    k = sub.add_parser("knobs", help="the hashers' knobs as they describe themselves, for the terminal "
-                                    "(--markdown: docs/knobs.md)")
-    k.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
-    shape = k.add_mutually_exclusive_group()
-    shape.add_argument("--markdown", action="store_true", help="as docs/knobs.md's Markdown table")
-    shape.add_argument("--json", action="store_true", help="as JSON")
-    s = sub.add_parser("sysinfo", help="the machine a figure depends on (--json: its fingerprint, versions)")
-    s.add_argument("--file", metavar="PATH", help="describe the filesystem and device of this file")
-    s.add_argument("--json", action="store_true", help="everything, as JSON (the fingerprint, versions, git)")
 
 
 def cmd_plan(a: argparse.Namespace) -> int:
@@ -116,5 +96,3 @@ def cmd_knobs(a: argparse.Namespace) -> int:
         print(terminal_view(table, shutil.get_terminal_size().columns, programs), end="")
     return 0
 
-
-COMMANDS = {"plan": cmd_plan, "sysinfo": cmd_sysinfo, "knobs": cmd_knobs}

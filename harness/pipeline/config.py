@@ -283,7 +283,7 @@ def _parse_commands(ctx: _Ctx, table: dict[str, Any], key: str) -> Group:
 
 def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
     allowed = {"rounds", "runs_per_round", "cache", "file", "file_size", "data_dir", "timeout_s",
-               "trace", "probes", "probe_cache", "seed", "bin_dir", "resident_tolerance", "nominal"}
+               "trace", "probes", "probe_cache", "seed", "bin_dir", "resident_tolerance", "warmup", "nominal"}
     ctx.check_keys(table, "run", allowed)
 
     def cache(v: Any) -> str:
@@ -294,7 +294,9 @@ def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
     kw = ctx.parsed(table, "run", {"rounds": posint, "runs_per_round": posint, "probes": posint, "trace": boolean,
                                    "cache": cache, "probe_cache": cache, "timeout_s": positive,
                                    "resident_tolerance": fraction, "data_dir": string, "bin_dir": string,
-                                   "seed": count})
+                                   "seed": count, "warmup": count})
+    if kw.get("warmup") and kw.get("cache", "cold") != "warm":
+        raise ctx.err("run.warmup", 'goes with cache = "warm": a cold execution starts from a dropped page cache')
     if "file" in table:
         kw["files"] = ctx.values(table["file"], "run.file", string)
     if "file_size" in table:

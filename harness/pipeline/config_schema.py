@@ -88,6 +88,7 @@ class RunSettings:
     seed: int | None = None
     bin_dir: str | None = None
     resident_tolerance: float = 0.01
+    warmup: int = 0  # warm runs: untimed executions of a command just before each timed one (hyperfine's --warmup)
     nominal: Nominal = field(default_factory=Nominal)
 
 
@@ -154,6 +155,7 @@ class Config:
                 "seed": self.run.seed,
                 "bin_dir": str(self.bin_dir()),
                 "resident_tolerance": self.run.resident_tolerance,
+                "warmup": self.run.warmup,
                 "nominal": vars(self.run.nominal),
             },
             "datasets": [dataclasses.asdict(d) for d in self.datasets],

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.catalog.fio_output import FioError, parse_fio_file
-from harness.catalog.tools import SELF_TIMED, TOOL_LIST, tools_with
+from harness.catalog.tools import LIMIT_READER, SELF_TIMED, TOOL_LIST, tools_with
 from harness.conditions.confine import Confinement
 from harness.conditions.spec import Condition
 from harness.machine import page_cache as cachemod
@@ -69,6 +69,7 @@ class RunState:
     confine: Callable[[Condition], Confinement] = lambda _cond: Confinement()  # harness/conditions/emulation.py
     sequential: Any = None  # harness.pipeline.sequential.Sequential of a run --until-decided
     added_since: float | None = None  # time.monotonic() when this process last added rounds
+    show_output: bool = False  # each execution's output printed after it (hyperfine's --show-output)
 
 
 def describe(rec: res.RunRecord) -> str:
@@ -95,6 +96,28 @@ def _raw_base(state: RunState, rnd: int, position: int, cmd: Command) -> str:
     return f"r{rnd:03d}-{cmd.slug}" + (f".{k + 1}" if k else "")
 
 
+def _output(state: RunState, cmd: Command, out_path: Path) -> str:
+    """Where hyperfine sends the command's output: a file to check a hash in or to show the user, a pipe
+    for the readers that would notice /dev/null (tar), else nowhere."""
+    if cmd.hashes or (state.show_output and _shows(cmd)):
+        return str(out_path)
+    return "pipe" if cmd.tool in PIPED_TOOLS else "null"
+
+
+def _shows(cmd: Command) -> bool:
+    """--show-output shows every command's output but the built-in readers' (cat's is the file itself)."""
+    return cmd.tool not in tools_with(LIMIT_READER)
+
+
+def shown_output(state: RunState, rec: res.RunRecord, cmd: Command) -> str | None:
+    """--show-output: what the execution printed, if anything."""
+    if not state.show_output or not _shows(cmd):
+        return None
+    out = state.run_dir / "raw" / f"{_raw_base(state, rec.round, rec.position, cmd)}.out"
+    text = out.read_text(errors="replace").rstrip("\n") if out.exists() else ""
+    return text or None
+
+
 def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRecord:
     raw = state.run_dir / "raw"
     base = _raw_base(state, rnd, position, cmd)
@@ -105,8 +128,9 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
         p.unlink(missing_ok=True)  # leftovers of an execution killed earlier
     cache = state.plan.cache
     argv = [state.tools["hyperfine"], "-N", "--runs", "1", "--ignore-failure", "--style", "none",
-            "--command-name", cmd.label, "--export-json", str(json_path),
-            "--output", str(out_path) if cmd.hashes else "pipe" if cmd.tool in PIPED_TOOLS else "null"]
+            "--command-name", cmd.label, "--export-json", str(json_path), "--output", _output(state, cmd, out_path)]
+    if cache == "warm" and state.config.run.warmup:
+        argv += ["--warmup", str(state.config.run.warmup)]
     if cache == "warm":
         # Warming is done here, just before hyperfine: a cached file stays cached for the few
         # milliseconds in between, and a Python start per execution (--prepare) would cost more

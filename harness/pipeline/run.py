@@ -39,7 +39,7 @@ from harness.pipeline import sequential
 from harness.pipeline.config import ConfigError, load_config
 from harness.pipeline.config_schema import Config, with_baseline_build
 from harness.pipeline.estimate import estimate, format_duration
-from harness.pipeline.execute import RunState, RunStopped, describe, disk_full, execute, traced_run
+from harness.pipeline.execute import RunState, RunStopped, describe, disk_full, execute, shown_output, traced_run
 from harness.pipeline.option_probe import HasherRejects, check_hashers
 from harness.pipeline.plan import Plan, build_plan
 from harness.pipeline.preflight import SetupError, check_binaries, check_cache_mode, check_paths, required_tools
@@ -121,6 +121,7 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, endi
         if state is None:  # finished by another resume while this one waited for the lock
             _say_finished(Path(opts.resume or ""))
             return Outcome(0, Path(opts.resume or ""))
+        state.show_output = opts.show_output
         if validated and validated.sequential:
             sequential.record(state.run_dir, validated.sequential)
         meta = res.read_json(state.run_dir / res.META_JSON)
@@ -224,6 +225,8 @@ def _run_rounds(state: RunState, todo: list[tuple[int, int]], writer: res.RunsWr
             if "resident" in rec.error:
                 progress.note(f"WARNING: {rec.label} (round {rnd}): {rec.error}")
         progress.finished(describe(rec))
+        if (shown := shown_output(state, rec, cmd)) is not None:
+            progress.note(shown)
 
 
 def _more_rounds(state: RunState, progress: Progress) -> list[tuple[int, int]]:

@@ -95,7 +95,8 @@ def prepare_new_run(opts: Options, v: Validated, env: Environment) -> RunState:
     env.start(plan)
 
     run_dir = new_run_dir(Path(opts.out))
-    (run_dir / "config.toml").write_text(Path(opts.config_path).read_text(encoding="utf-8"))
+    (run_dir / "config.toml").write_text(opts.config_text if opts.config_text is not None
+                                         else Path(opts.config_path).read_text(encoding="utf-8"))
     seed = config.run.seed if config.run.seed is not None else secrets.randbits(32)
     orders = round_orders([c.label for c in plan.commands], plan.rounds, plan.runs_per_round, seed)
     res.write_json_atomic(run_dir / res.PLAN_JSON, {
@@ -143,7 +144,7 @@ def prepare_resume(opts: Options, env: Environment) -> RunState | None:
     run_over = saved["run"]
     config = dataclasses.replace(config, run=dataclasses.replace(
         config.run, rounds=run_over["rounds"], cache=run_over["cache"], bin_dir=run_over["bin_dir"],
-        seed=pj["seed"]))
+        warmup=run_over.get("warmup", 0), seed=pj["seed"]))
     if opts.config_path and Path(opts.config_path).resolve() != (run_dir / "config.toml").resolve():
         log(f"note: --resume uses the config saved in {run_dir}/config.toml, not {opts.config_path}")
     files = [Dataset.from_json(f) for f in pj.get("datasets", pj.get("files"))]

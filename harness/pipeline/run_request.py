@@ -14,7 +14,7 @@ from harness.conditions import emulation
 from harness.datasets.dataset import Dataset
 from harness.datasets.generate import resolve_files
 from harness.pipeline import sequential
-from harness.pipeline.config import ConfigError, load_config
+from harness.pipeline.config import ConfigError, load_config, parse_config
 from harness.pipeline.config_schema import Config, with_baseline_build
 from harness.pipeline.estimate import estimate, format_duration
 from harness.pipeline.option_probe import HasherRejects, check_hashers
@@ -40,6 +40,9 @@ class Options:
     until_decided: bool = False  # add rounds to the contenders until a winner is named (harness/pipeline/sequential.py)
     budget_s: float | None = None  # with until_decided: time for the added rounds
     max_rounds: int | None = None  # with until_decided: rounds at most
+    warmup: int | None = None  # untimed executions before each timed one (a warm run)
+    show_output: bool = False  # print each execution's output, as hyperfine --show-output
+    config_text: str | None = None  # the config itself, when it is no file (`ringsum bench`); config_path names it
 
 
 LONG_PLAN_S = 3600.0
@@ -50,9 +53,11 @@ def apply_overrides(config: Config, opts: Options) -> Config:
     changes: dict[str, Any] = {}
     if opts.rounds is not None:
         changes["rounds"] = opts.rounds
-    if opts.warm:
+    if opts.warm or opts.warmup:
         changes["cache"] = "warm"
         changes["probe_cache"] = None
+    if opts.warmup is not None:
+        changes["warmup"] = opts.warmup
     if opts.bin_dir is not None:
         changes["bin_dir"] = str(Path(opts.bin_dir).absolute())
     if opts.seed is not None:
@@ -64,6 +69,14 @@ def apply_overrides(config: Config, opts: Options) -> Config:
     if opts.against is not None:
         config = with_baseline_build(config, opts.against)
     return config
+
+
+def given_config(opts: Options) -> Config:
+    """The config file, or the config given as text (named by config_path in messages)."""
+    assert opts.config_path is not None
+    if opts.config_text is not None:
+        return parse_config(opts.config_text, opts.config_path)
+    return load_config(opts.config_path)
 
 
 @dataclass
@@ -79,7 +92,7 @@ def validate_new_run(opts: Options) -> Validated:
     """Everything that can be checked before anything runs (config, files, tools, root)."""
     if opts.config_path is None:
         raise ConfigError("no config given")
-    config = apply_overrides(load_config(opts.config_path), opts)
+    config = apply_overrides(given_config(opts), opts)
     files = resolve_files(config, opts.file, opts.size, opts.dir)
     plan = build_plan(config, files)
     check_cache_mode(plan.cache)

@@ -31,9 +31,9 @@ from harness.pipeline.plan import Command, build_plan, knob_word
 from harness.pipeline.run import run
 from harness.pipeline.run_request import Options, apply_overrides
 from harness.progress import log
+from harness.tune.settings import DEFAULT_SPACE  # noqa: F401 (the space a tune searches unless told)
 from harness.units import format_size
 
-DEFAULT_SPACE = REPO_ROOT / "configs" / "tune.toml"
 COARSE_ROUNDS = 2
 REFINE_TOP = 3  # points whose neighbours a refinement stage measures
 REFINE_ROUNDS = 2

@@ -22,9 +22,9 @@ from typing import Any
 
 from harness.catalog.knobs import KnobTable, load_knobs
 from harness.pipeline.plan import knob_word
+from harness.tune.settings import WORKS
 
 ENV = "URING_B3SUM_WISDOM"
-WORKS = ("cold-file", "cached-file", "tree")
 HEADER = ("# uring_b3sum's wisdom: choices measured on this machine (ringsum tune --install); one record a line,\n"
           "# keyed by CPU, SIMD degree, device and kind of work. `ringsum wisdom show` lists, `forget` drops them.\n")
 
