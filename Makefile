@@ -5,7 +5,7 @@ BLAKE3_VERSION := 1.8.7
 B3SUM_VERSION  := 1.8.7
 # The same list resolves on Debian 12 and Ubuntu 24.04, but for perf, whose package names differ.
 APT_PACKAGES   := liburing-dev libtbb-dev fio hyperfine xxhash spin time valgrind strace clang-14 libclang-rt-14-dev \
-		  python3-venv help2man zsh chromium
+		  python3-venv help2man zsh chromium dpkg-dev lintian
 OS_ID          := $(shell . /etc/os-release 2>/dev/null && echo $$ID)
 PERF_PACKAGES  := $(if $(filter ubuntu,$(OS_ID)),linux-tools-common linux-tools-$(shell uname -r),linux-perf)
 # The SSH fleet test's hosts (tests/test_fleet_ssh.py): an SSH server that is only a binary (no service
@@ -210,6 +210,8 @@ man1dir     ?= $(datadir)/man/man1
 bashcompdir ?= $(datadir)/bash-completion/completions
 zshcompdir  ?= $(datadir)/zsh/site-functions
 AS_B3SUM    ?= no
+# The programs install puts in bindir and lists in datadir/ringsum/variants (the .deb's: uring_b3sum).
+INSTALL_PROGRAMS ?= $(PROGRAMS)
 INSTALL     ?= install
 # The hashers' version, as --version says it (hashers/ringsum.h): the man pages' and the .deb's.
 VERSION     := $(shell sed -n 's/^\#define RINGSUM_VERSION "\(.*\)"/\1/p' hashers/ringsum.h)
@@ -246,11 +248,12 @@ completions: $(COMPLETIONS)
 install: all man completions
 	$(INSTALL) -d $(DESTDIR)$(bindir) $(DESTDIR)$(man1dir) $(DESTDIR)$(bashcompdir) $(DESTDIR)$(zshcompdir) \
 		$(DESTDIR)$(datadir)/ringsum
-	$(INSTALL) -m 755 $(PROGRAMS:%=$(BUILD)/bin/%) $(DESTDIR)$(bindir)/
-	$(INSTALL) -m 644 $(BUILD)/share/ringsum/variants $(DESTDIR)$(datadir)/ringsum/
-	$(INSTALL) -m 644 $(MAN_PAGES) $(DESTDIR)$(man1dir)/
-	$(INSTALL) -m 644 $(PROGRAMS:%=$(BUILD)/completions/bash/%) $(DESTDIR)$(bashcompdir)/
-	$(INSTALL) -m 644 $(PROGRAMS:%=$(BUILD)/completions/zsh/_%) $(DESTDIR)$(zshcompdir)/
+	$(INSTALL) -m 755 $(INSTALL_PROGRAMS:%=$(BUILD)/bin/%) $(DESTDIR)$(bindir)/
+	printf '%s\n' $(INSTALL_PROGRAMS) > $(DESTDIR)$(datadir)/ringsum/variants
+	chmod 644 $(DESTDIR)$(datadir)/ringsum/variants
+	$(INSTALL) -m 644 $(INSTALL_PROGRAMS:%=$(BUILD)/man/%.1) $(DESTDIR)$(man1dir)/
+	$(INSTALL) -m 644 $(INSTALL_PROGRAMS:%=$(BUILD)/completions/bash/%) $(DESTDIR)$(bashcompdir)/
+	$(INSTALL) -m 644 $(INSTALL_PROGRAMS:%=$(BUILD)/completions/zsh/_%) $(DESTDIR)$(zshcompdir)/
 ifeq ($(AS_B3SUM),yes)
 	ln -sf uring_b3sum $(DESTDIR)$(bindir)/b3sum
 	ln -sf uring_b3sum.1 $(DESTDIR)$(man1dir)/b3sum.1
@@ -260,34 +263,70 @@ endif
 
 # Removes what install put there, and b3sum only where it is our link (or its page and completions).
 uninstall:
-	rm -f $(PROGRAMS:%=$(DESTDIR)$(bindir)/%) $(PROGRAMS:%=$(DESTDIR)$(man1dir)/%.1) \
-	      $(PROGRAMS:%=$(DESTDIR)$(bashcompdir)/%) $(PROGRAMS:%=$(DESTDIR)$(zshcompdir)/_%) \
+	rm -f $(INSTALL_PROGRAMS:%=$(DESTDIR)$(bindir)/%) $(INSTALL_PROGRAMS:%=$(DESTDIR)$(man1dir)/%.1) \
+	      $(INSTALL_PROGRAMS:%=$(DESTDIR)$(bashcompdir)/%) $(INSTALL_PROGRAMS:%=$(DESTDIR)$(zshcompdir)/_%) \
 	      $(DESTDIR)$(datadir)/ringsum/variants
 	-rmdir $(DESTDIR)$(datadir)/ringsum 2>/dev/null
 	if [ "$$(readlink $(DESTDIR)$(bindir)/b3sum)" = uring_b3sum ]; then \
 		rm -f $(DESTDIR)$(bindir)/b3sum $(DESTDIR)$(man1dir)/b3sum.1 \
 		      $(DESTDIR)$(bashcompdir)/b3sum $(DESTDIR)$(zshcompdir)/_b3sum; fi
 
-# A Debian package of the hashers, installed as b3sum too (it replaces Debian's b3sum package).
-# Depends: the packages of the shared libraries the programs link (dpkg -S of ldd's list).
-DEB_ARCH     = $(shell dpkg --print-architecture)
-DEB          = $(BUILD)/uring-b3sum_$(VERSION)_$(DEB_ARCH).deb
-deb: all man completions
-	rm -rf $(BUILD)/deb-root && $(MAKE) --no-print-directory install DESTDIR=$(abspath $(BUILD)/deb-root) \
-		PREFIX=/usr zshcompdir=/usr/share/zsh/vendor-completions AS_B3SUM=yes >/dev/null
-	mkdir -p $(BUILD)/deb-root/DEBIAN
-	for lib in $$(ldd $(PROGRAMS:%=$(BUILD)/bin/%) | awk '/=> \//{print $$3}' | sort -u); do \
-		dpkg -S "$$lib" 2>/dev/null || dpkg -S "/usr$$lib" 2>/dev/null || dpkg -S "$$(readlink -f $$lib)" \
-		|| { echo "make deb: $$lib: no Debian package has it" >&2; exit 1; }; done > $(BUILD)/deb-depends
-	depends=$$(cut -d: -f1 $(BUILD)/deb-depends | sort -u | paste -sd, | sed 's/,/, /g'); \
-	printf '%s\n' 'Package: uring-b3sum' 'Version: $(VERSION)' 'Architecture: $(DEB_ARCH)' \
-		'Maintainer: ringsum developers <ringsum@localhost>' "Depends: $$depends" \
-		'Provides: b3sum' 'Conflicts: b3sum' 'Replaces: b3sum' 'Section: utils' 'Priority: optional' \
+# --- the Debian package: lintian-clean, laid out as Debian would ship it ---
+# uring_b3sum in /usr/bin, and b3sum through update-alternatives (packaging/debian/postinst, with its
+# man page and completions as slaves). Debian's own b3sum package has no file in common with this one
+# (its /usr/bin/b3sum and b3sum.1.gz are plain files, not an alternative), so both install: while it
+# is installed its b3sum is the one on the PATH (update-alternatives leaves a file it does not manage
+# alone) and ours answers as uring_b3sum; `update-alternatives --auto b3sum` after its removal.
+# The comparison programs are not commands: they and their man pages live in /usr/lib/ringsum, a tree
+# like the build's that `ringsum --bin-dir /usr/lib/ringsum/bin` runs (uring_b3sum linked in).
+# Depends: dpkg-shlibdeps of the programs; the maintainer: DEB_MAINTAINER, or devscripts' DEBEMAIL.
+DEB_REVISION   ?= 1
+DEB_MAINTAINER ?= $(if $(DEBEMAIL),$(or $(DEBFULLNAME),ringsum developers) <$(DEBEMAIL)>,ringsum developers <ringsum@example.org>)
+DEB_VERSION     = $(VERSION)-$(DEB_REVISION)
+DEB_ARCH        = $(shell dpkg --print-architecture)
+DEB             = $(BUILD)/uring-b3sum_$(DEB_VERSION)_$(DEB_ARCH).deb
+# debhelper's layout, which dpkg-shlibdeps expects: the package's tree in debian/<package>.
+DEB_WORK       := $(BUILD)/deb
+DEB_ROOT       := $(DEB_WORK)/debian/uring-b3sum
+DEB_LIB        := $(DEB_ROOT)/usr/lib/ringsum
+DEB_DOC        := $(DEB_ROOT)/usr/share/doc/uring-b3sum
+COMPARISONS    := $(filter-out uring_b3sum,$(PROGRAMS))
+deb: all man completions | deps-apt
+	rm -rf $(DEB_WORK) $(BUILD)/uring-b3sum_*.deb
+	$(MAKE) --no-print-directory install DESTDIR=$(abspath $(DEB_ROOT)) PREFIX=/usr \
+		zshcompdir=/usr/share/zsh/vendor-completions INSTALL_PROGRAMS=uring_b3sum >/dev/null
+	$(INSTALL) -d $(DEB_LIB)/bin $(DEB_LIB)/share/ringsum $(DEB_LIB)/share/man/man1 \
+		$(DEB_ROOT)/usr/share/ringsum/completions $(DEB_DOC) $(DEB_ROOT)/DEBIAN
+	$(INSTALL) -m 755 $(COMPARISONS:%=$(BUILD)/bin/%) $(DEB_LIB)/bin/
+	ln -s ../../../bin/uring_b3sum $(DEB_LIB)/bin/uring_b3sum
+	$(INSTALL) -m 644 $(BUILD)/share/ringsum/variants $(DEB_LIB)/share/ringsum/
+	$(INSTALL) -m 644 $(COMPARISONS:%=$(BUILD)/man/%.1) $(DEB_LIB)/share/man/man1/
+	$(INSTALL) -m 644 $(BUILD)/completions/bash/b3sum $(BUILD)/completions/zsh/_b3sum $(DEB_ROOT)/usr/share/ringsum/completions/
+	$(INSTALL) -m 644 packaging/debian/copyright $(DEB_DOC)/
+	printf '%s\n' 'uring-b3sum ($(DEB_VERSION)) unstable; urgency=medium' '' \
+		'  * ringsum $(VERSION): uring_b3sum, the comparison programs in /usr/lib/ringsum.' '' \
+		' -- $(call shell_quoted,$(DEB_MAINTAINER))  '"$$(git log -1 --format=%aD 2>/dev/null || date -R)" \
+		| gzip -9n > $(DEB_DOC)/changelog.Debian.gz
+	gzip -9n $(DEB_ROOT)/usr/share/man/man1/*.1 $(DEB_LIB)/share/man/man1/*.1
+	strip --remove-section=.comment --remove-section=.note --strip-unneeded \
+		$(DEB_ROOT)/usr/bin/uring_b3sum $(COMPARISONS:%=$(DEB_LIB)/bin/%)
+	$(INSTALL) -m 755 packaging/debian/postinst packaging/debian/prerm $(DEB_ROOT)/DEBIAN/
+	printf 'Source: ringsum\n\nPackage: uring-b3sum\nArchitecture: any\n' > $(DEB_WORK)/debian/control
+	cd $(DEB_WORK) && dpkg-shlibdeps -O debian/uring-b3sum/usr/bin/uring_b3sum \
+		$(COMPARISONS:%=debian/uring-b3sum/usr/lib/ringsum/bin/%) > shlibs
+	cd $(DEB_ROOT) && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z | xargs -0 md5sum > DEBIAN/md5sums
+	printf '%s\n' 'Package: uring-b3sum' 'Version: $(DEB_VERSION)' 'Architecture: $(DEB_ARCH)' \
+		'Maintainer: $(call shell_quoted,$(DEB_MAINTAINER))' \
+		"Installed-Size: $$(du -sk --exclude=DEBIAN $(DEB_ROOT) | cut -f1)" \
+		"Depends: $$(sed -n 's/^shlibs:Depends=//p' $(DEB_WORK)/shlibs)" \
+		'Section: utils' 'Priority: optional' \
 		'Description: BLAKE3 file hashing through io_uring, a drop-in for b3sum' \
-		' uring_b3sum prints what b3sum 1.8.7 prints, reading files through an io_uring ring' \
-		' and hashing them on every core; installed as b3sum too. With the three other' \
-		' hashers of ringsum, for comparison.' > $(BUILD)/deb-root/DEBIAN/control
-	dpkg-deb --root-owner-group --build $(BUILD)/deb-root $(DEB)
+		' uring_b3sum prints what b3sum $(B3SUM_VERSION) prints, reading files through an' \
+		' io_uring ring and hashing them on every core. It is offered as b3sum' \
+		' through update-alternatives. The other hashers of ringsum, which it is' \
+		' measured against, are in /usr/lib/ringsum.' > $(DEB_ROOT)/DEBIAN/control
+	chmod 644 $(DEB_ROOT)/DEBIAN/control $(DEB_ROOT)/DEBIAN/md5sums $(DEB_DOC)/changelog.Debian.gz
+	dpkg-deb --root-owner-group --build $(DEB_ROOT) $(DEB)
 
 # b3sum 1.8.7's own command-line tests (its tests/cli_tests.rs) against another program:
 # built once, then b3sum's binary is swapped for B3SUM_UNDER_TEST (default: build/bin/uring_b3sum).

@@ -47,6 +47,13 @@ EMPTY_HASH = blake3.blake3(b"").hexdigest()
 KiB, MiB = 1 << 10, 1 << 20
 
 
+def make(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """make in the checkout, silent, which must succeed."""
+    done = subprocess.run(["make", "-s", "-C", str(REPO), *args], capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"make {' '.join(args)}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
 def program(variant: str) -> Path:
     path = BIN_DIR / variant
     if not path.exists():
