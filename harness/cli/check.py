@@ -19,7 +19,7 @@ from harness.pipeline.run_request import Options
 from harness.units import format_size
 
 HELP = {"check": "compare a run with a baseline run; exit 1 on a regression",
-        "baseline": "save or list baselines (results/baselines/<fingerprint_id>/)",
+        "baseline": "save or list baselines (results/baselines/<fingerprint_id>/, installed: in ~/.local/share/ringsum)",
         "instructions": "count the instructions of hashing a hot file (callgrind)"}
 
 
