@@ -21,6 +21,7 @@ TOOLS   := .tools
 VENV    := .venv
 B3SUM   := $(TOOLS)/bin/b3sum
 VENV_OK := $(VENV)/.installed
+WHEELS_OK := $(BUILD)/wheels/.made
 PY_LOCK := harness/requirements.lock
 BLAKE3  := $(BUILD)/vendor/blake3-$(BLAKE3_VERSION)/c
 BLAKE3_LIB := $(BUILD)/blake3/libblake3.a
@@ -354,13 +355,16 @@ export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 TEST_WORKERS ?= auto
 PYTEST := $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-test: deps all $(call bins,avx2) man completions $(B3SUM_SUITE)/.built $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
+# What the suite runs besides the release build (tests/test_unprivileged.py installs from the wheels).
+TEST_NEEDS := deps all $(call bins,avx2) man completions $(B3SUM_SUITE)/.built $(call bins,notrace) $(call bins,faults) \
+	      $(TEST_HELPERS) $(WHEELS_OK)
+test: $(TEST_NEEDS)
 	$(PYTEST) --durations=12
 
 # The whole suite STRESS_RUNS times under load (a busy process per core, an O_DIRECT reader of the
 # disk): a test whose verdict depends on timing fails here first. Logs in build/stress/.
 STRESS_RUNS ?= 3
-test-stress: deps all $(call bins,avx2) man completions $(B3SUM_SUITE)/.built $(call bins,notrace) $(call bins,faults) $(TEST_HELPERS)
+test-stress: $(TEST_NEEDS)
 	$(VENV)/bin/python tests/under_load.py --runs $(STRESS_RUNS) --logs $(BUILD)/stress -- \
 		$(PYTEST) -p no:cacheprovider $(STRESS_TESTS)
 
@@ -430,9 +434,13 @@ fleet: deps
 	$(VENV)/bin/ringsum collect results/fleet --out results/fleet && exit $$played
 
 # The Python dependencies as wheels in build/wheels: the fleet's hosts install from them offline
-# (the playbook's ringsum_seed).
-wheels: deps
+# (the playbook's ringsum_seed), and tests/test_unprivileged.py into its user's venv. ringsum itself
+# is installed from its source, never from a wheel that would be as old as this list.
+$(WHEELS_OK): pyproject.toml $(PY_LOCK) | $(VENV_OK)
 	PIP_CONSTRAINT=$(abspath $(PY_LOCK)) $(VENV)/bin/pip wheel --quiet -w $(BUILD)/wheels pip setuptools '.'
+	rm -f $(BUILD)/wheels/ringsum-*.whl
+	@touch $@
+wheels: deps $(WHEELS_OK)
 
 # The regression check's detection and false-alarm rates (docs/regression-check.md): wall time
 # at the check's 60 rounds (and 2000 checks resampled from their rounds, for the rare false

@@ -7,10 +7,14 @@
 Like the rest of results/, baselines are not committed: a baseline is only meaningful on the
 machine (fingerprint) that measured it. `ringsum check --baseline` takes a run directory, a
 saved baseline's name, or `latest` (both looked up under this machine's fingerprint).
+
+ringsum installed outside a checkout (a venv, pipx: no results/ beside the package) keeps them in
+the user's data directory instead, $XDG_DATA_HOME/ringsum/baselines (~/.local/share/ringsum/baselines).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +25,16 @@ from harness.check.load import CheckError, is_run_dir
 from harness.pipeline import results as res
 from harness.pipeline.counters import COUNTERS_CSV
 
-BASELINES = REPO_ROOT / "results" / "baselines"
+
+def baselines_root() -> Path:
+    """The checkout's results/baselines, or the user's data directory's when installed (see above)."""
+    if (REPO_ROOT / "results").is_dir():
+        return REPO_ROOT / "results" / "baselines"
+    data = os.environ.get("XDG_DATA_HOME", "")
+    return (Path(data) if os.path.isabs(data) else Path.home() / ".local" / "share") / "ringsum" / "baselines"
+
+
+BASELINES = baselines_root()
 KEPT_FILES = ("config.toml", res.META_JSON, res.PLAN_JSON, res.RUNS_CSV, res.SUMMARY_TXT, res.SUMMARY_JSON,
               COUNTERS_CSV, INSTRUCTIONS_JSON)
 
@@ -57,10 +70,13 @@ def save(run_dir: Path, name: str | None = None, root: Path = BASELINES, replace
         if not replace:
             raise CheckError(f"baseline {dest} exists (pass --replace)")
         shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    for f in KEPT_FILES:
-        if (run_dir / f).is_file():
-            shutil.copy2(run_dir / f, dest / f)
+    try:
+        dest.mkdir(parents=True)
+        for f in KEPT_FILES:
+            if (run_dir / f).is_file():
+                shutil.copy2(run_dir / f, dest / f)
+    except OSError as e:
+        raise CheckError(f"cannot save the baseline in {dest}: {e.strerror or e}") from None
     return dest
 
 

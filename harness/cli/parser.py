@@ -287,7 +287,7 @@ GROUPS: tuple[tuple[str, tuple[Command, ...]], ...] = (
     )),
     ("guard against regressions", (
         ("check", "compare a run with a baseline run; exit 1 on a regression", _check, "harness.cli.check:cmd_check"),
-        ("baseline", "save or list baselines (results/baselines/<fingerprint_id>/)", _baseline,
+        ("baseline", "save or list baselines (results/baselines/<fingerprint_id>/, installed: in ~/.local/share/ringsum)", _baseline,
          "harness.cli.check:cmd_baseline"),
         ("instructions", "count the instructions of hashing a hot file (callgrind)", _instructions,
          "harness.cli.check:cmd_instructions"),
