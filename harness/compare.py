@@ -100,7 +100,7 @@ def compare_runs(a: RunData, b: RunData, threshold: float = decide.DEFAULT_THRES
     """The change of every command from A to B (decide.compare with A as the baseline), or only the
     reasons they are not compared."""
     settings = decide.Settings(threshold=threshold, confidence=confidence, figures=("raw",),
-                              judge_references=True, equivalence=True)
+                              judge_references=True)
     result = Comparison(a, b, settings, differences(a, b))
     if result.compared:
         report = decide.compare(a, b, settings)

@@ -14,7 +14,7 @@
  * Test builds only: RINGSUM_FAULTS="short:3,eagain:5,eintr:6,ecanceled:7,eio:9"
  * replaces the result of the Nth completion of each file (short: half the bytes, if more than one).
  * The regressions that `ringsum check` must catch (docs/regression-check.md):
- * slow:P spends P% more time, busy, as slower code would; depth:N ignores --queue-depth
+ * slow:P does P% more CPU work, as slower code would (BLAKE3 over P% of the bytes once more); depth:N ignores --queue-depth
  * and keeps at most N reads unfinished; buffered:1 drops O_DIRECT; tick:MS redraws
  * --progress every MS milliseconds (0: after every block and file), so tests need no timing;
  * readlag:MS waits before every read is queued (a slow disk), hashlag:MS before every block
@@ -22,19 +22,11 @@
  * Without the variable, a file `ringsum-faults` beside the binary holds the spec: one run can
  * then time several injected builds side by side (harness/check/power.py).
  */
-static struct timespec process_start;
-
 /* One ring per process: the spec, once read, is the process's. */
 static struct fault { uint64_t completion; int res; } faults[16];
 static unsigned nr_faults;
 static unsigned long long slow_percent;
 static unsigned read_lag_ms, hash_lag_ms;
-
-/* slow:P is a share of the whole run, start-up included, as a user times it. */
-__attribute__((constructor)) static void note_process_start(void)
-{
-	clock_gettime(CLOCK_MONOTONIC, &process_start);
-}
 
 static const char *fault_spec(char *buf, size_t size)
 {
@@ -95,14 +87,6 @@ int fault_result(const struct input *in, int res)
 	return res;
 }
 
-static double seconds_since(const struct timespec *start)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - start->tv_sec) + (now.tv_nsec - start->tv_nsec) / 1e9;
-}
-
 static void inject_lag(unsigned ms)
 {
 	struct timespec lag = { ms / 1000, ms % 1000 * 1000000L };
@@ -111,13 +95,20 @@ static void inject_lag(unsigned ms)
 		;
 }
 
-/* Busy, not asleep: a slower hash or copy costs CPU time too. */
-void fault_slowdown(void)
+/*
+ * Slower code, as a regression makes it: P% more CPU work, BLAKE3 over P% of the
+ * bytes hashed once more (on one core), so that instruction counts see it as wall
+ * time does (a busy wait on the clock is invisible to an instruction count).
+ */
+void fault_slowdown(uint64_t bytes_hashed)
 {
-	double until = seconds_since(&process_start) * (1 + slow_percent / 100.0);
+	static const uint8_t zeros[1u << 16];
+	uint64_t left = bytes_hashed * slow_percent / 100;
+	blake3_hasher extra;
 
-	while (slow_percent && seconds_since(&process_start) < until)
-		;
+	blake3_hasher_init(&extra);
+	for (; left; left -= left < sizeof(zeros) ? left : sizeof(zeros))
+		blake3_hasher_update(&extra, zeros, left < sizeof(zeros) ? left : sizeof(zeros));
 }
 
 void fault_lag_read(void)

@@ -10,13 +10,13 @@ void faults_setup(struct ring_config *cfg, struct progress *progress);
 int fault_result(const struct input *in, int res);
 void fault_lag_read(void);
 void fault_lag_hash(void);
-void fault_slowdown(void);
+void fault_slowdown(uint64_t bytes_hashed);
 #else
 static inline void faults_setup(struct ring_config *cfg, struct progress *progress) { (void)cfg; (void)progress; }
 static inline int fault_result(const struct input *in, int res) { (void)in; return res; }
 static inline void fault_lag_read(void) { }
 static inline void fault_lag_hash(void) { }
-static inline void fault_slowdown(void) { }
+static inline void fault_slowdown(uint64_t bytes_hashed) { (void)bytes_hashed; }
 #endif
 
 #endif

@@ -159,7 +159,7 @@ void ring_use_huge_pages(struct ring *r)
 
 void ring_teardown(struct ring *r)
 {
-	fault_slowdown();
+	fault_slowdown(r->bytes_hashed + r->progress.memory_bytes);
 	if (r->have_uring)
 		io_uring_queue_exit(&r->uring);
 	if (r->eventfd >= 0)

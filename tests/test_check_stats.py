@@ -75,10 +75,13 @@ def test_bootstrap_is_seeded_and_brackets_the_ratio() -> None:
 
 
 def test_decide_needs_the_whole_interval_beyond_the_threshold() -> None:
+    """One vocabulary in check and compare: past the threshold, wholly inside it, or inconclusive."""
     assert decide.decide(1.06, 1.2, 0.05) == decide.REGRESSION
-    assert decide.decide(1.04, 1.2, 0.05) == decide.NO_CHANGE
+    assert decide.decide(1.04, 1.2, 0.05) == decide.INCONCLUSIVE
     assert decide.decide(0.8, 0.94, 0.05) == decide.IMPROVEMENT
-    assert decide.decide(0.8, 0.96, 0.05) == decide.NO_CHANGE
+    assert decide.decide(0.8, 0.96, 0.05) == decide.INCONCLUSIVE
+    # a new user's 5-round check: "+13.9% [+1.7%, +24.9%]" was "no change" (issue "gate")
+    assert decide.decide(1.017, 1.249, 0.03) == decide.INCONCLUSIVE
     # reaching past both thresholds it can tell nothing: a 3-round run against itself (issue 28)
     assert decide.decide(0.1, 10.09, 0.03) == decide.INCONCLUSIVE
     assert decide.decide(0.96, 1.04, 0.03) == decide.INCONCLUSIVE
@@ -241,3 +244,24 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     worse = ringsum("check", "--baseline", str(base), "--current", str(slow), "--junit", str(tmp_path / "j.xml"))
     assert worse.returncode == 1 and "regression" in worse.stdout
     assert (tmp_path / "j.xml").is_file()
+
+
+def test_an_inconclusive_hasher_exits_as_asked(tmp_path: Path) -> None:
+    """What an inconclusive check exits with can be chosen: pass (0, the default) or fail (1); the
+    report says which signal decided."""
+    base = write_run(tmp_path / "b", rounds(STEADY, CAT))
+    noisy = write_run(tmp_path / "n", rounds([0.005, 0.02, 0.0075, 0.015, 0.01], CAT))
+    for choice, code in (("pass", 0), ("fail", 1)):
+        report = decide.compare(load.load_run(base), load.load_run(noisy), decide.Settings(inconclusive=choice))
+        assert report.exit_code == code
+        assert "decided by: wall time: 1 inconclusive" in check_report.format_table(report)
+
+
+def test_a_regression_names_the_signal_that_found_it(tmp_path: Path) -> None:
+    base = write_run(tmp_path / "b", rounds(STEADY, CAT))
+    same = write_run(tmp_path / "s", rounds(STEADY, CAT))
+    report = decide.compare(load.load_run(base), load.load_run(same), decide.Settings())
+    counts = {"counter": "callgrind", "file_size": 1, "counts": {"b3sum_pread": 1000}}
+    report.instructions = instructions.compare_instructions(counts, {**counts, "counts": {"b3sum_pread": 1050}}, 0.01)
+    assert report.exit_code == 1
+    assert report.decided_by() == "instructions: 1 regression (b3sum_pread)"

@@ -78,12 +78,11 @@ def test_a_run_against_itself_never_changed(name: str, tmp_path: Path) -> None:
 
 
 def test_a_wide_interval_is_inconclusive_not_no_change() -> None:
-    """compare asks for the whole interval inside ±threshold; check's reading (one side ruled out) stays."""
-    assert decide.decide(0.97, 1.08, 0.05, equivalence=True) == decide.INCONCLUSIVE
-    assert decide.decide(0.97, 1.08, 0.05) == decide.NO_CHANGE
-    assert decide.decide(0.97, 1.03, 0.05, equivalence=True) == decide.NO_CHANGE
-    assert decide.decide(1.06, 1.5, 0.05, equivalence=True) == decide.REGRESSION
-    assert decide.decide(0.5, 0.94, 0.05, equivalence=True) == decide.IMPROVEMENT
+    """compare, as check, asks for the whole interval inside ±threshold before it says no change."""
+    assert decide.decide(0.97, 1.08, 0.05) == decide.INCONCLUSIVE
+    assert decide.decide(0.97, 1.03, 0.05) == decide.NO_CHANGE
+    assert decide.decide(1.06, 1.5, 0.05) == decide.REGRESSION
+    assert decide.decide(0.5, 0.94, 0.05) == decide.IMPROVEMENT
 
 
 def test_hashers_made_slower_are_slower_and_the_rest_is_not(tmp_path: Path) -> None:

@@ -141,3 +141,17 @@ def test_counters_csv_round_trip_and_medians(tmp_path: Path) -> None:
     med = counters.summarize(rows)
     assert med["a"]["max_rss_kib"] == 200  # failed probes do not count
     assert med["a"]["peak_in_flight"] == 3  # a peak is the most any probe reached
+
+
+def test_a_timing_counter_is_judged_only_beyond_its_own_spread() -> None:
+    """io_uring_enter calls depend on when completions arrive: one build against itself went 21 -> 114
+    (issue "gate"). Judged only where every probe of one side lies beyond the other's by more than
+    either side's spread, and past the tolerance."""
+    assert counters.judge_timing("uring_enters", [21, 23, 110], [114, 115, 118]) == "no change"
+    assert counters.judge_timing("uring_enters", [21, 21, 22], [300, 310, 320]) == "regression"
+    assert counters.judge_timing("uring_enters", [21, 21, 22], [40, 41, 42]) == "no change"  # apart, within 200% and 30
+    # without the probes (a summary alone), a timing counter is shown, not judged
+    assert counters.compare({"x": {"uring_enters": 21.0}}, {"x": {"uring_enters": 400.0}})[0].verdict == "no change"
+    both = counters.compare({"x": {"uring_enters": 21.0}}, {"x": {"uring_enters": 310.0}},
+                       {"x": {"uring_enters": [21, 21, 22]}}, {"x": {"uring_enters": [300, 310, 320]}})
+    assert both[0].verdict == "regression"

@@ -1,7 +1,7 @@
 """`make check-power` in small (harness/check/power.py): real builds with injected faults, one real run of
 them in shuffled rounds, each condition judged by the check's own code, then made-up checks
 resampled from the run's rounds. The queue depth forced to 1 is caught by the counters in every
-check, real or resampled; an identical build is not."""
+check, real or resampled, and 5% more CPU work by the instruction counts; an identical build is not."""
 
 from __future__ import annotations
 
@@ -25,14 +25,16 @@ def test_power_study_catches_depth1_and_not_an_identical_build(tmp_path: Path) -
     env = {k: v for k, v in os.environ.items() if k != "RINGSUM_FAULTS"}
     out = tmp_path / "power"
     r = subprocess.run([sys.executable, "-m", "harness.check.power", "--config", str(config), "--repeats", "1",
-                        "--conditions", "unchanged,depth1", "--resampled", "4", "--out", str(out)],
+                        "--conditions", "unchanged,depth1,slow5", "--resampled", "4", "--out", str(out)],
                        cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     real, resampled = (out / "power.md").read_text().split("Resampled checks")
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
             for line in real.splitlines() if line.startswith("| ")}
-    # real checks: condition -> checks, caught, by wall time pooled, any command, by counters, ...
-    assert rows["unchanged"][:2] == ["1", "0"], rows
-    assert rows["depth1"][:2] == ["1", "1"] and rows["depth1"][4] == "1", rows
-    made_up = [line for line in resampled.splitlines() if line.startswith(("| depth1 ", "| unchanged "))]
-    assert made_up == ["| unchanged | 4 | 0 | 0.00% |", "| depth1 | 4 | 4 | 100.00% |"], resampled
+    # real checks: condition -> checks, caught, by instructions, by counters, by wall time pooled, ...
+    assert rows["unchanged"][:4] == ["1", "0", "0", "0"], rows
+    assert rows["depth1"][:2] == ["1", "1"] and rows["depth1"][3] == "1", rows
+    assert rows["slow5"][:3] == ["1", "1", "1"], rows
+    made_up = [line for line in resampled.splitlines() if line.startswith(("| depth1 ", "| unchanged ", "| slow5 "))]
+    assert made_up == ["| unchanged | 4 | 0 | 0.00% |", "| slow5 | 4 | 4 | 100.00% |",
+                       "| depth1 | 4 | 4 | 100.00% |"], resampled

@@ -74,7 +74,7 @@ class Settings:
     # What `ringsum compare` (harness/compare.py) reads differently from a regression check:
     figures: tuple[str, ...] = FIGURES  # estimated, in this order; the verdict rests on the first a command has
     judge_references: bool = False  # a check leaves cat and fio unjudged: they normalise the others
-    equivalence: bool = False  # "no change" only for an interval inside ±threshold (decide())
+    inconclusive: str = "pass"  # what an inconclusive hasher makes the check exit with: "pass" (0) or "fail" (1)
 
 
 @dataclass
@@ -133,17 +133,47 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        """0 no regression shown (inconclusive commands are listed, not failed); 1 a regression or a
-        failed command; 2 something could not be compared,
-        or no hasher was judged (baselines alone say nothing about the hashers)."""
+        """0 no regression shown; 1 a regression or a failed command, by any signal (or an inconclusive
+        hasher, with inconclusive = "fail"); 2 something could not be compared, or no hasher was
+        judged (baselines alone say nothing about the hashers). An inconclusive hasher (its interval
+        reaches past the threshold: too noisy to tell) is listed and passes unless told otherwise."""
         verdicts = [c.verdict for c in [*self.comparisons, *self.instructions, *self.counters]]
         if any(v in BAD for v in verdicts):
             return 1
         judged = [c for c in self.comparisons
-                  if c.tool == "hasher" and c.verdict not in (REFERENCE, ONLY_BASELINE, ONLY_CURRENT)]
+                  if c.tool in ("hasher", POOLED) and c.verdict not in (REFERENCE, ONLY_BASELINE, ONLY_CURRENT)]
         if not judged or any(v in UNDECIDED for v in verdicts):
             return 2
+        if self.settings.inconclusive == "fail" and any(c.verdict == INCONCLUSIVE for c in judged):
+            return 1
         return 0
+
+    def signals(self) -> list[tuple[str, bool, str]]:
+        """(signal, whether it found a regression, what it says) for each signal the check had:
+        instruction counts (CPU work, nearly deterministic), the behaviour counters (the I/O path),
+        wall time; those that found a regression first, in that order of noise."""
+        out = []
+        hashers = [c for c in self.comparisons if c.tool in ("hasher", POOLED)]
+        for name, items, label in (("instructions", self.instructions, lambda c: c.variant),
+                                   ("counters", self.counters, lambda c: f"{c.label}: {c.counter}"),
+                                   ("wall time", hashers, lambda c: c.label)):
+            if not items:
+                continue
+            bad = [i for i in items if i.verdict in BAD]
+            shown = bad or [i for i in items if i.verdict == INCONCLUSIVE]
+            said = ", ".join(f"{sum(i.verdict == v for i in items)} {v}" for v in dict.fromkeys(i.verdict for i in items))
+            if shown:
+                said += f" ({'; '.join(label(i) for i in shown[:3])}{' ...' if len(shown) > 3 else ''})"
+            out.append((name, bool(bad), said))
+        return sorted(out, key=lambda s: not s[1])
+
+    def decided_by(self) -> str:
+        """The signal that decided the exit: the first that found a regression; else, on an exit 1, the
+        wall time's inconclusive hashers (inconclusive = "fail"); else every signal's "no"."""
+        signals = self.signals()
+        if signals and signals[0][1]:
+            return f"{signals[0][0]}: {signals[0][2]}"
+        return "; ".join(f"{name}: {said}" for name, _bad, said in signals) or "nothing compared"
 
 
 # --- statistics ---
@@ -178,19 +208,17 @@ def paired_ratio(baseline: Sample, current: Sample, confidence: float) -> tuple[
     return float(np.median([b[k] for k in keys])), float(np.median([c[k] for k in keys])), ratio
 
 
-def decide(low: float, high: float, threshold: float, equivalence: bool = False) -> str:
-    """"no change" only when the interval rules out a change beyond the threshold on one side at
-    least; an interval that reaches past both (a 3-round run: [-90%, +909%]) cannot tell.
-    `equivalence`: "no change" only when it rules out both, the whole interval inside ±threshold
-    (a reader asking "did it change?" must not read "no change" into [-2%, +8%])."""
+def decide(low: float, high: float, threshold: float) -> str:
+    """One vocabulary for check and compare: a regression or an improvement when the whole interval
+    lies past the threshold; no change when it lies wholly inside ±threshold; inconclusive otherwise
+    (no one may read "no change" into [+1.7%, +24.9%] at ±3%, nor into a 3-round [-90%, +909%])."""
     if not (math.isfinite(low) and math.isfinite(high)):  # an infinite or missing time tells nothing
         return INCONCLUSIVE
     if low > 1 + threshold:
         return REGRESSION
     if high < 1 - threshold:
         return IMPROVEMENT
-    beyond = (low < 1 - threshold, high > 1 + threshold)
-    if any(beyond) if equivalence else all(beyond):
+    if low < 1 - threshold or high > 1 + threshold:
         return INCONCLUSIVE
     return NO_CHANGE
 
@@ -248,7 +276,7 @@ def compare_command(label: str, baseline: RunData, current: RunData, settings: S
     else:
         cmp.primary = next(f for f in settings.figures if f in cmp.estimates)
         e = cmp.estimates[cmp.primary]
-        cmp.verdict = decide(e.low, e.high, settings.threshold, settings.equivalence)
+        cmp.verdict = decide(e.low, e.high, settings.threshold)
     return cmp
 
 
@@ -281,7 +309,7 @@ def compare(baseline: RunData, current: RunData, settings: Settings) -> Report:
         report.comparisons.insert(0, compare_pooled(report.comparisons, baseline, current, settings))
     # counters say what a command did to its file: between different workloads they differ by design
     report.counters = ctr.compare({k: v for k, v in baseline.counters.items() if k in like},
-                                  current.counters)
+                                  current.counters, baseline.counter_probes, current.counter_probes)
     return report
 
 

@@ -67,6 +67,7 @@ class RunData:
     samples: dict[str, dict[str, Sample]]  # label -> figure -> executions
     failures: dict[str, str]  # label -> why (failed execution, hash mismatch)
     counters: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> counter -> summary
+    counter_probes: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # label -> counter -> per probe
     ab_half: bool = False  # one half of an A/B run (select()): its rounds pair with the other half's
 
 
@@ -154,7 +155,8 @@ def load_run(path: str | Path) -> RunData:
     return RunData(path=p, fingerprint_id=(meta.get("fingerprint") or {}).get("fingerprint_id"),
                    cache=caches.pop() if len(caches) == 1 else None, runs=runs,
                    samples=samples, failures=failures,
-                   counters=_read(p, ctr.COUNTERS_CSV, lambda f: ctr.summarize(ctr.read(f))))
+                   counters=_read(p, ctr.COUNTERS_CSV, lambda f: ctr.summarize(ctr.read(f))),
+                   counter_probes=_read(p, ctr.COUNTERS_CSV, lambda f: ctr.probes(ctr.read(f))))
 
 
 def is_ab_run(run: RunData) -> bool:
@@ -171,7 +173,7 @@ def select(run: RunData, rename: Callable[[str], str | None]) -> RunData:
     rows = run.runs[[lbl is not None for lbl in labels]].copy()
     rows["label"] = [lbl for lbl in labels if lbl is not None]
     return dataclasses.replace(run, runs=rows, samples=pick(run.samples), failures=pick(run.failures),
-                               counters=pick(run.counters), ab_half=True)
+                               counters=pick(run.counters), counter_probes=pick(run.counter_probes), ab_half=True)
 
 
 def split_ab(run: RunData) -> tuple[RunData, RunData]:

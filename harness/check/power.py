@@ -34,9 +34,12 @@ from typing import Any
 
 import numpy as np
 
+import tomli_w
+
 from harness.catalog.variants import REPO_ROOT
-from harness.check import decide
+from harness.check import decide, instructions
 from harness.check import load
+from harness.check.settings import DEFAULT_INSTRUCTION_TOLERANCE
 from harness.pipeline.config import load_config
 from harness.pipeline.run_request import Options
 
@@ -47,6 +50,7 @@ CONDITIONS = {
 DEFAULT_CONFIG = REPO_ROOT / "configs" / "check.toml"
 FAULTS_BIN = REPO_ROOT / "build" / "faults" / "bin"
 CI_THRESHOLD, CI_CONFIDENCE = 0.03, 0.99  # what .ci/run passes to `ringsum check`
+INSTRUCTION_TOLERANCE = DEFAULT_INSTRUCTION_TOLERANCE  # and its --instructions tolerance
 
 
 def die(msg: str) -> None:
@@ -58,45 +62,42 @@ def make_builds(out: Path, names: list[str]) -> dict[str, Path]:
     builds = {}
     for name in ["baseline", *names]:
         spec = CONDITIONS[name]
-        d = out / "builds" / name
-        shutil.rmtree(d, ignore_errors=True)
+        root = out / "builds" / name
+        shutil.rmtree(root, ignore_errors=True)
+        d = root / "bin"
         d.mkdir(parents=True)
         for exe in FAULTS_BIN.iterdir():
             shutil.copy2(exe, d / exe.name)
+        (root / "share" / "ringsum").mkdir(parents=True)  # the variants' list, beside bin/ as make writes it
+        shutil.copy2(FAULTS_BIN.parent / "share" / "ringsum" / "variants", root / "share" / "ringsum" / "variants")
         if spec:
             (d / "ringsum-faults").write_text(spec + "\n")
         builds[name] = d
     return builds
 
 
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    raise TypeError(f"cannot write {v!r} as TOML")
-
-
 def conditions_config(config_path: Path, builds: dict[str, Path], out: Path) -> Path:
     """The check's config with every hasher group once per condition, from that condition's build."""
     raw = load_config(config_path).raw
-    lines = ["[run]"] + [f"{k} = {_toml_value(v)}" for k, v in raw.get("run", {}).items()
-                         if not isinstance(v, dict)]
-    lines += ["", "[baselines]"] + [f"{k} = {_toml_value(v)}" for k, v in raw.get("baselines", {}).items()]
-    for name, d in builds.items():
-        for group in raw.get("hashers", []):
-            variant = group["variant"]
-            group_name = f"{name}/{group.get('name', variant)}"
-            lines += ["", "[[hashers]]", f"name = {_toml_value(group_name)}",
-                      f"path = {_toml_value(str(d / variant))}"]
-            lines += [f"{k} = {_toml_value(v)}" for k, v in group.items() if k not in ("name", "path")]
+    hashers = [{**group, "name": f"{name}/{group.get('name', group['variant'])}", "path": str(d / group["variant"])}
+               for name, d in builds.items() for group in raw.get("hashers", [])]
     path = out / "conditions.toml"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(tomli_w.dumps({"run": raw.get("run", {}), "baselines": raw.get("baselines", {}),
+                                   "hashers": hashers}))
     return path
+
+
+def count_instructions(run_dir: Path, builds: dict[str, Path]) -> None:
+    """Each condition's instruction counts, beside its run (instructions-<condition>.json): the CPU
+    work signal, counted from that condition's build, faults and all, as `check --instructions` does."""
+    for name, d in builds.items():
+        counts = instructions.instructions_now(d)
+        (run_dir / f"instructions-{name}.json").write_text(json.dumps(counts, indent=1) + "\n")
+
+
+def read_counts(run_dir: Path, name: str) -> dict[str, Any] | None:
+    p = run_dir / f"instructions-{name}.json"
+    return json.loads(p.read_text()) if p.is_file() else None
 
 
 @dataclass
@@ -111,6 +112,8 @@ class Verdict:
     pooled: str = ""  # verdict of all hashers pooled
     pooled_ratio: float = float("nan")
     counters: list[str] = field(default_factory=list)  # "command: counter verdict" out of tolerance
+    instructions: list[str] = field(default_factory=list)  # "variant: verdict ratio" out of tolerance
+    decided_by: str = ""
 
 
 def halves(run_dir: Path) -> dict[str, decide.RunData]:
@@ -124,6 +127,15 @@ def halves(run_dir: Path) -> dict[str, decide.RunData]:
     return {name: half(name) for name in CONDITIONS if any(str(lbl).startswith(f"{name}/") for lbl in run.samples)}
 
 
+def judged(base: decide.RunData, current: decide.RunData, settings: decide.Settings,
+           counts: tuple[dict[str, Any] | None, dict[str, Any] | None]) -> decide.Report:
+    """One check, as `ringsum check --instructions` makes it: wall time, counters, instruction counts."""
+    report = decide.compare(base, current, settings)
+    if counts[0] and counts[1]:
+        report.instructions = instructions.compare_instructions(counts[0], counts[1], INSTRUCTION_TOLERANCE)
+    return report
+
+
 def judge(run_dir: Path, settings: decide.Settings) -> list[Verdict]:
     by_condition = halves(run_dir)
     base = by_condition["baseline"]
@@ -131,8 +143,8 @@ def judge(run_dir: Path, settings: decide.Settings) -> list[Verdict]:
     for name, current in by_condition.items():
         if name == "baseline":
             continue
-        report = decide.compare(base, current, settings)
-        v = Verdict(name, str(run_dir), report.exit_code)
+        report = judged(base, current, settings, (read_counts(run_dir, "baseline"), read_counts(run_dir, name)))
+        v = Verdict(name, str(run_dir), report.exit_code, decided_by=report.decided_by())
         for c in report.comparisons:
             e = c.estimates.get("paired")
             if c.tool == decide.POOLED and e is not None:
@@ -141,6 +153,8 @@ def judge(run_dir: Path, settings: decide.Settings) -> list[Verdict]:
                 v.wall[c.label] = c.verdict
                 v.ratio[c.label] = e.ratio
         v.counters = [f"{c.label}: {c.counter} {c.verdict}" for c in report.counters if c.verdict != "no change"]
+        v.instructions = [f"{i.variant}: {i.verdict} {i.ratio:.4f}" for i in report.instructions
+                          if i.verdict != "no change" and i.ratio]
         out.append(v)
     return out
 
@@ -148,7 +162,7 @@ def judge(run_dir: Path, settings: decide.Settings) -> list[Verdict]:
 def _resampled(half: decide.RunData, picks: list[tuple[int, int]], runs: list[dict[str, decide.RunData]],
                name: str, counters_from: int) -> decide.RunData:
     """A condition's half of a made-up run: its rounds `picks` ((run, round) pairs, renumbered
-    1..n) taken from the real runs, its behaviour counters those of one real run."""
+    1..n) taken from the real runs, its behaviour counters (and instruction counts) those of one real run."""
     samples = {}
     for label in half.samples:
         times = []
@@ -161,7 +175,7 @@ def _resampled(half: decide.RunData, picks: list[tuple[int, int]], runs: list[di
                           **{tool: none for tool in decide.REFERENCE_TOOLS}}
     real = runs[counters_from][name]
     return dataclasses.replace(half, path=Path("resampled"), samples=samples, counters=real.counters,
-                               failures=real.failures)
+                               counter_probes=real.counter_probes, failures=real.failures)
 
 
 def resampled_checks(run_dirs: list[Path], count: int, rounds: int | None, settings: decide.Settings,
@@ -185,7 +199,8 @@ def resampled_checks(run_dirs: list[Path], count: int, rounds: int | None, setti
         for name in runs[0]:
             if name != "baseline":
                 cur = _resampled(runs[0][name], picks, runs, name, source)
-                out.setdefault(name, []).append(decide.compare(base, cur, settings).exit_code)
+                counts = (read_counts(run_dirs[source], "baseline"), read_counts(run_dirs[source], name))
+                out.setdefault(name, []).append(judged(base, cur, settings, counts).exit_code)
     return out
 
 
@@ -199,11 +214,12 @@ def resampled_table(codes: dict[str, list[int]], rounds: int) -> str:
 
 
 def table(verdicts: list[Verdict], settings: decide.Settings) -> str:
-    """Markdown: per condition, the checks that failed (exit 1), by wall time and by counters."""
+    """Markdown: per condition, the checks that failed (exit 1), by each signal."""
     lines = [f"Settings: threshold ±{settings.threshold * 100:g}%, {settings.confidence * 100:g}% interval.", "",
-             "| condition | checks | caught (exit 1) | by wall time, pooled | by wall time, any command | by counters | "
-             "commands flagged by wall time | measured slowdown (pooled per-round ratio, median over checks) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| condition | checks | caught (exit 1) | by instructions | by counters | by wall time, pooled | "
+             "by wall time, any command | commands flagged by wall time | measured slowdown "
+             "(pooled per-round ratio, median over checks) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in CONDITIONS:
         vs = [v for v in verdicts if v.condition == name]
         if not vs:
@@ -215,8 +231,9 @@ def table(verdicts: list[Verdict], settings: decide.Settings) -> str:
         ratios = [v.pooled_ratio for v in vs if v.pooled_ratio == v.pooled_ratio]
         slowdown = f"{(median(ratios) - 1) * 100:+.1f}%" if ratios else "-"
         by_pooled = sum(v.pooled == decide.REGRESSION for v in vs)
-        lines.append(f"| {name} | {len(vs)} | {sum(v.exit_code == 1 for v in vs)} | {by_pooled} | {by_wall} | "
-                     f"{by_counters} | {flagged}/{commands} | {slowdown} |")
+        by_instructions = sum(any(i.split(": ")[1].startswith("regression") for i in v.instructions) for v in vs)
+        lines.append(f"| {name} | {len(vs)} | {sum(v.exit_code == 1 for v in vs)} | {by_instructions} | {by_counters} | "
+                     f"{by_pooled} | {by_wall} | {flagged}/{commands} | {slowdown} |")
     return "\n".join(lines) + "\n"
 
 
@@ -251,12 +268,14 @@ def main(argv: list[str] | None = None) -> int:
         unknown = [c for c in names if c not in CONDITIONS or c == "baseline"]
         if unknown:
             die(f"unknown condition {unknown[0]!r} (known: {', '.join(CONDITIONS)})")
-        config = conditions_config(a.config, make_builds(a.out, names), a.out)
+        builds = make_builds(a.out, names)
+        config = conditions_config(a.config, builds, a.out)
         run_dirs = []
         for i in range(a.repeats):
             print(f"== repetition {i + 1}/{a.repeats}", file=sys.stderr, flush=True)
             run_dir, _code = decide.measure(Options(config_path=str(config), out=str(a.out / "runs"),
                                                    rounds=a.rounds))
+            count_instructions(run_dir, builds)
             run_dirs.append(run_dir)
     verdicts = [v for d in run_dirs for v in judge(d, settings)]
     (a.out / "verdicts.json").write_text(json.dumps([asdict(v) for v in verdicts], indent=1) + "\n")

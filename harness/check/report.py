@@ -104,7 +104,8 @@ def format_table(report: Report) -> str:
             change = _pct(i.ratio) if i.ratio else "-"
             out.append(f"  {i.variant:<30} {i.baseline or '-':>14} {i.current or '-':>14} {change:>8}  "
                        f"{i.verdict}{f' ({i.reason})' if i.reason else ''}")
-    out += ["", *(f"note: {n}" for n in report.notes), f"result: {_summary_line(report)} -> exit {report.exit_code}"]
+    out += ["", *(f"note: {n}" for n in report.notes), f"decided by: {report.decided_by()}",
+            f"result: {_summary_line(report)} -> exit {report.exit_code}"]
     return "\n".join(out) + "\n"
 
 
@@ -117,6 +118,7 @@ def format_markdown(report: Report) -> str:
     out = [f"## {icon} ringsum check: {_summary_line(report)}", ""]
     out += [f"- {_md_escape(h)}" for h in _header_lines(report)]
     out += [f"- note: {_md_escape(n)}" for n in report.notes]
+    out += [f"- decided by: {_md_escape(report.decided_by())}"]
     out += ["", "| " + " | ".join(HEADERS.get(k, k) for k in COLUMNS) + " |",
             "|" + "|".join("---" if k in ("command", "figure", "verdict") else "---:" for k in COLUMNS) + "|"]
     for c in report.comparisons:

@@ -17,9 +17,8 @@ from harness.pipeline.run_request import Options
 from harness.units import format_size
 
 def cmd_check(a: argparse.Namespace) -> int:
-
     settings = decide.Settings(threshold=a.threshold, confidence=a.confidence, resamples=a.resamples,
-                              min_runs=a.min_runs)
+                              min_runs=a.min_runs, inconclusive=a.inconclusive)
     if a.against is not None and a.config is None:
         raise decide.CheckError("--against runs both builds now: it needs --config")
     if a.against is not None and not Path(a.against).is_dir():
@@ -30,7 +29,6 @@ def cmd_check(a: argparse.Namespace) -> int:
     base_dir = None if a.against or a.baseline is None or export else \
         saved_runs.find(a.baseline, sysinfo.fingerprint(a.file)["fingerprint_id"])
     if a.config:
-
         opts = Options(config_path=a.config, file=a.file, size=a.size, dir=a.dir, out=a.out,
                        rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir, against=a.against)
         current_dir, _code = decide.measure(opts)  # failed executions become "failed" verdicts
@@ -60,7 +58,6 @@ def cmd_check(a: argparse.Namespace) -> int:
 
 
 def cmd_baseline(a: argparse.Namespace) -> int:
-
     if a.baseline_cmd == "list":
         for b in saved_runs.list_baselines():
             print(f"{b.fingerprint_id}  {b.name}  {b.started_at}  {b.path}")
@@ -74,7 +71,6 @@ def cmd_baseline(a: argparse.Namespace) -> int:
 
 
 def cmd_instructions(a: argparse.Namespace) -> int:
-
     counts = instructions.instructions_now(Path(a.bin_dir) if a.bin_dir else None,
                                     Path(a.file) if a.file else None, a.size)
     for variant, n in counts["counts"].items():

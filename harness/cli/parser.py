@@ -190,6 +190,9 @@ def _check(p: argparse.ArgumentParser) -> None:
     add_file_args(p)
     p.add_argument("--out", default="results", metavar="DIR", help="parent of the --config run's directory")
     _judgement_args(p, "smallest change that counts (default 5%%)")
+    p.add_argument("--inconclusive", choices=("pass", "fail"), default="pass",
+                   help="what a hasher whose interval reaches past the threshold (too noisy to tell either way) "
+                        "makes the check exit with: pass (0, listed; default) or fail (1)")
     p.add_argument("--resamples", type=posint_arg, default=check.RESAMPLES, metavar="N",
                    help=f"bootstrap resamples (default {check.RESAMPLES})")
     p.add_argument("--min-runs", type=posint_arg, default=check.MIN_RUNS, metavar="N",
