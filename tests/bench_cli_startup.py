@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -34,7 +35,10 @@ def main(argv: list[str] | None = None) -> int:
              "--style", "none", "--export-json", str(a.out)]
     for name, command in commands.items():
         argv_ += ["--command-name", name, command]
-    subprocess.run(argv_, check=True, stdout=subprocess.DEVNULL)
+    # as an installed ringsum starts: from its modules' bytecode (pip compiles it; the warm-up runs write
+    # it here), which PYTHONDONTWRITEBYTECODE, set in some CI images, would forbid
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run(argv_, check=True, stdout=subprocess.DEVNULL, env=env)
     medians = {r["command"]: statistics.median(r["times"]) for r in json.loads(a.out.read_text())["results"]}
     for name, m in medians.items():
         print(f"{name:<26} median {m * 1e3:6.1f} ms")

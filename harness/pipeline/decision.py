@@ -91,8 +91,9 @@ class Decision:
         return (f"no winner after {self.rounds} rounds: {len(self.contenders)} hashers are within noise "
                 f"({named}); {more}; take {self.take}, the one that sets the fewest options")
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "text": self.text(), "winner": self.winner if self.decided else None,
+    def to_json(self, reference: tuple[str, stats.Estimate] | None = None) -> dict[str, Any]:
+        """Its text as the headline says it: with the reference (the fastest b3sum) when there is one."""
+        return {"kind": self.kind, "text": self.text(reference), "winner": self.winner if self.decided else None,
                 "fastest": self.winner, "contenders": self.contenders, "take": self.take if not self.decided
                 else self.winner, "rounds": self.rounds, "confidence": self.confidence,
                 "runner_up": self.runner_up,

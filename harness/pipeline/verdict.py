@@ -227,9 +227,13 @@ class Headline:
     decision: Decision | None = None
     faster_than_limit: list[Versus] = field(default_factory=list)  # findings: label, its time / limit
 
+    @property
+    def reference(self) -> tuple[str, stats.Estimate] | None:  # what the decision weighs the pick against
+        return (self.b3sum.label, self.b3sum.ratio) if self.b3sum else None
+
     def items(self) -> list[tuple[str, str]]:
         """(what, text) pairs: the headline in words, for summary.txt and summary.md alike."""
-        out = [("decision", self.decision.text(self.b3sum and (self.b3sum.label, self.b3sum.ratio)))] if self.decision else []
+        out = [("decision", self.decision.text(self.reference))] if self.decision else []
         if self.use is None:
             out.append(("use", "no hasher ran successfully"))
         else:
@@ -278,15 +282,12 @@ class Headline:
         return self.files > 1
 
     def to_json(self) -> dict[str, Any]:
-        return {"file_size": self.file_size, "files": self.files, "dataset": self.dataset,
-                "cache": self.cache, "rounds": self.rounds,
-                "use": self.use, "argv": self.argv,
-                "median_s": self.median.to_json() if self.median else None,
-                "speed_limit": self.limit.to_json() if self.limit else None,
-                "vs_limit": self.vs_limit.to_json() if self.vs_limit else None,
-                "vs_b3sum": self.b3sum.to_json() if self.b3sum else None,
-                "runner_up": self.runner_up.to_json() if self.runner_up else None,
-                "tied": self.tied, "decision": self.decision.to_json() if self.decision else None,
+        figures = (("median_s", self.median), ("speed_limit", self.limit), ("vs_limit", self.vs_limit),
+                   ("vs_b3sum", self.b3sum), ("runner_up", self.runner_up))
+        return {"file_size": self.file_size, "files": self.files, "dataset": self.dataset, "cache": self.cache,
+                "rounds": self.rounds, "use": self.use, "argv": self.argv,
+                **{k: v.to_json() if v else None for k, v in figures}, "tied": self.tied,
+                "decision": self.decision.to_json(self.reference) if self.decision else None,
                 "faster_than_limit": [v.to_json() for v in self.faster_than_limit]}
 
 
@@ -341,7 +342,6 @@ def _hash_word(hash_ok_all: Any) -> str:
     """summary.txt's and summary.json's hash status: "-" for a tool that prints no hash."""
     # Deferred for start-up time: pandas loads only where a table is read.
     import pandas as pd
-
     return "-" if pd.isna(hash_ok_all) else ("ok" if hash_ok_all else "MISMATCH")
 
 
