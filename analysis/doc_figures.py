@@ -32,9 +32,8 @@ symlink on the way). QUERY is shell-quoted words; LABEL is a command's label as 
 `limit` is the headline's speed limit, `limit@COND` a machine condition's (time, rate); as a ratio's
 reference, the command's own condition's. Ratios are stats.RATIO_CONVENTION's. Tables (NAME):
 `paired` (analysis/paired_table.py, per condition), `tuned` (its --tuned: a row a condition),
-`conditions` (each condition's best hasher, the robust pick), `ranking` (by median time); `ledger`
-the machine ledger for RUN_DIR (docs/ledger): a row a machine x kind of work.
-`--check` writes nothing and exits 1 naming every region that is out of date.
+`conditions` (each condition's best, the robust pick), `ranking` (by median); for docs/ledger, `ledger`
+(a row a machine x kind of work) and `gate` (the check's power). `--check` exits 1 naming stale regions.
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import ledger, paired_table
+from analysis import gate, ledger, paired_table
 from analysis.chart_data import size_text as _size_text
 from analysis.load import RunDirError, load_run
 from harness import stats
@@ -153,8 +152,8 @@ class Generator:
         words = _words(args)
         if not words:
             raise FigureError(f"{kind} marker without a run directory")
-        if kind == "table" and words[1:] == ["ledger"]:  # a directory of machines' runs (analysis/ledger.py)
-            return "\n" + ledger.table(self._checked(words[0], ()), shown_as=words[0]).rstrip("\n") + "\n"
+        if kind == "table" and len(words) == 2 and words[1] in LEDGER_TABLES:  # a directory of machines' runs
+            return "\n" + LEDGER_TABLES[words[1]](self._checked(words[0], ()), words[0]).rstrip("\n") + "\n"
         run = self.run(words[0])
         if kind == "machine":
             if len(words) != 1:
@@ -176,7 +175,7 @@ class Generator:
                 if match["kind"] != "table" and "\n" in match["value"]:
                     raise FigureError(f"{match['kind']} marker not closed on its own line")
                 value = self.fill(match["kind"], match["args"])
-            except (FigureError, RunDirError, ledger.LedgerError) as e:
+            except (FigureError, RunDirError, ledger.LedgerError, gate.GateError) as e:
                 raise FigureError(f"{file}:{line}: {e}") from None
             except (KeyError, TypeError) as e:  # a summary.json of another shape than the schema's
                 raise FigureError(f"{file}:{line}: {match['args'].split()[0]}: summary.json has no {e}") from None
@@ -396,6 +395,7 @@ def _estimate(values: dict | None, digits: int = 2) -> str:
     return stats.Estimate(**values).text(digits) if values and values.get("median") is not None else "-"
 
 
+LEDGER_TABLES = {"ledger": ledger.table, "gate": gate.table}  # analysis/ledger.py, analysis/gate.py
 TABLES = {"paired": lambda run_dir, run: paired_table.table(run.path, shown_as=run_dir),
           "tuned": lambda run_dir, run: paired_table.tuned_table(run.path, shown_as=run_dir),
           "conditions": _conditions_table, "ranking": _ranking_table}

@@ -248,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--analyse", type=Path, metavar="RUNS_DIR", help="judge the runs under RUNS_DIR again")
     ap.add_argument("--threshold", type=decide.parse_fraction, default=CI_THRESHOLD)
     ap.add_argument("--confidence", type=decide.parse_fraction, default=CI_CONFIDENCE)
+    ap.add_argument("--keep", type=Path, metavar="LEDGER", help="then keep the study under LEDGER/<fingerprint id>/"
+                    "check-power/<--out's name>/ (docs/ledger: the machine ledger's gate rows)")
     ap.add_argument("--resampled", type=int, default=0, metavar="N",
                     help="also N made-up checks per condition from the runs' rounds (estimates rare rates)")
     a = ap.parse_args(argv)
@@ -278,14 +280,46 @@ def main(argv: list[str] | None = None) -> int:
             count_instructions(run_dir, builds)
             run_dirs.append(run_dir)
     verdicts = [v for d in run_dirs for v in judge(d, settings)]
-    (a.out / "verdicts.json").write_text(json.dumps([asdict(v) for v in verdicts], indent=1) + "\n")
+    (a.out / VERDICTS).write_text(json.dumps([asdict(v) | {"run_dir": Path(v.run_dir).name} for v in verdicts],
+                                             indent=1) + "\n")
     text = table(verdicts, settings)
     if a.resampled:
         n = a.rounds or load_config(a.config).run.rounds
-        text += "\n" + resampled_table(resampled_checks(run_dirs, a.resampled, n, settings), n)
+        codes = resampled_checks(run_dirs, a.resampled, n, settings)
+        (a.out / RESAMPLED).write_text(json.dumps({"rounds": n, "exit_codes": codes}) + "\n")
+        text += "\n" + resampled_table(codes, n)
     (a.out / "power.md").write_text(text)
     print(text, end="")
+    if a.keep:
+        print(f"kept as {keep(a.out, run_dirs, a.keep)}", file=sys.stderr)
     return 0
+
+
+# What a kept study brings (`--keep`): each run's records, not its raw/ files or traces.
+RECORDS = ("config.toml", "meta.json", "plan.json", "runs.csv", "counters.csv", "summary.json")
+VERDICTS, RESAMPLED = "verdicts.json", "resampled.json"
+
+
+def keep(out: Path, run_dirs: list[Path], ledger: Path) -> Path:
+    """The study's verdicts, resampled exit codes and table, and its runs' records, as
+    <ledger>/<fingerprint id>/check-power/<out's name>/ (replacing what that machine kept of it)."""
+    fp = json.loads((run_dirs[0] / "meta.json").read_text())["fingerprint"]["fingerprint_id"]
+    dest = ledger / fp / "check-power" / out.name
+    for step in (ledger, ledger / fp, dest.parent, dest):
+        if step.is_symlink():
+            die(f"{step}: a symlink; the ledger is not written through one")
+    shutil.rmtree(dest, ignore_errors=True)
+    (dest / "runs").mkdir(parents=True)
+    for name in (VERDICTS, RESAMPLED, "power.md"):
+        if (out / name).is_file():
+            shutil.copyfile(out / name, dest / name)
+    for run_dir in run_dirs:
+        kept = dest / "runs" / run_dir.name
+        kept.mkdir()
+        for f in run_dir.iterdir():
+            if f.is_file() and not f.is_symlink() and (f.name in RECORDS or f.name.startswith("instructions-")):
+                shutil.copyfile(f, kept / f.name)
+    return dest
 
 
 if __name__ == "__main__":

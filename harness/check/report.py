@@ -144,7 +144,8 @@ def format_markdown(report: Report) -> str:
 
 def format_junit(report: Report) -> str:
     """One testcase per command (and per hasher's instruction count): regressions and failed
-    commands are failures, undecidable ones errors, commands in one run only skipped."""
+    commands are failures (inconclusive ones too under --inconclusive fail), undecidable ones
+    errors, commands in one run only skipped."""
     suite = ET.Element("testsuite", name="ringsum check")
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     cases: list[tuple[str, str, str, str]] = [
@@ -158,7 +159,7 @@ def format_junit(report: Report) -> str:
     for classname, name, verdict, message in cases:
         case = ET.SubElement(suite, "testcase", classname=classname, name=name)
         counts["tests"] += 1
-        if verdict in BAD:
+        if verdict in BAD or (verdict == INCONCLUSIVE and report.settings.inconclusive == "fail"):
             ET.SubElement(case, "failure", message=message, type=verdict)
             counts["failures"] += 1
         elif verdict in UNDECIDED:

@@ -227,7 +227,7 @@ def _instructions(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
     p.add_argument("--file", metavar="PATH", help="file to hash (default: a random file of --size)")
     p.add_argument("--size", type=size_arg, default=check.INSTRUCTION_FILE_SIZE, metavar="SIZE",
-                   help="size of the generated file (default 64M)")
+                   help="size of the generated file (default 16M)")
     p.add_argument("--save", metavar="RUN_DIR", help="write RUN_DIR/instructions.json for later checks")
 
 
