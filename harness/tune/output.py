@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 from harness import stats
 from harness.catalog.knobs import load_knobs
 from harness.pipeline import results as res
 from harness.pipeline.plan import Command, knob_word
 from harness.tune import wisdom
 from harness.tune.space import (COMPARE_ROUNDS, DEFAULT_VARIANT, FINAL_ROUNDS, GRID_FRACTION, Measure,
-                                Space, Stage, TuneError, toml_value, knob_toml_lines, median, ranked, read_stage)
+                                Space, Stage, TuneError, knob_table, median, ranked, read_stage)
 from harness.units import format_rate, format_size
 
 
@@ -58,12 +60,11 @@ def options_lines(c: Command) -> list[str]:
 def tuned_toml(space: Space, c: Command, comment: str) -> str:
     """A config with the winner alone, run as the space's own runs are."""
     run = space.config.run
-    source = (f"file_size = {toml_value(format_size(space.file.size))}" if space.file.generate and not space.file.is_tree
-              else f"file = {toml_value(space.file.path)}")  # a generated tree, as made here, is read as it is
-    lines = [f"# {comment}", "# Measure it again: ringsum run <this file>", "", "[run]",
-             f"rounds = {FINAL_ROUNDS}", f"cache = {toml_value(run.cache)}", source, f"timeout_s = {toml_value(run.timeout_s)}",
-             "", "[[hashers]]", 'name = "tuned"', f"variant = {toml_value(c.variant)}", *knob_toml_lines(c)]
-    return "\n".join(lines) + "\n"
+    source = ({"file_size": format_size(space.file.size)} if space.file.generate and not space.file.is_tree
+              else {"file": space.file.path})  # a generated tree, as made here, is read as it is
+    table = {"run": {"rounds": FINAL_ROUNDS, "cache": run.cache, **source, "timeout_s": run.timeout_s},
+             "hashers": [{"name": "tuned", "variant": c.variant, **knob_table(c)}]}
+    return f"# {comment}\n# Measure it again: ringsum run <this file>\n\n" + tomli_w.dumps(table)
 
 
 def write_outputs(space: Space, o: Outcome, tune_dir: Path, install: bool) -> list[Path]:

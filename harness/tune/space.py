@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import json
 import os
 import statistics
 import sys
@@ -14,6 +13,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+import tomli_w
 
 from harness.catalog.knobs import load_knobs, switched_on
 from harness.catalog.tools import REFERENCE_HASH, tools_with
@@ -191,53 +192,38 @@ class StageResult:
     robust: robust.RobustPick | None = None  # under several conditions: the stage's robust pick
 
 
-def toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    return json.dumps(str(v))  # a TOML basic string
-
-
 def config_text(space: Space, stage: Stage, comment: str = "") -> str:
-    """A ringsum config that runs exactly the stage: one hasher group per point."""
+    """A ringsum config that runs exactly the stage: one hasher group per point (TOML by tomli-w)."""
     run, nominal = space.config.run, space.config.run.nominal
-    lines = [f"# {comment}" if comment else f"# ringsum tune: {stage.name}", "", "[run]",
-             f"rounds = {stage.rounds}", f"cache = {toml_value(run.cache)}", f"timeout_s = {toml_value(run.timeout_s)}",
-             "trace = false", f"resident_tolerance = {toml_value(run.resident_tolerance)}",
-             f"nominal = {{ read = {int(nominal.read_Bps)}, hash_per_core = {int(nominal.hash_per_core_Bps)}, "
-             f"overhead_s = {toml_value(nominal.overhead_s)} }}"]
-    if run.bin_dir:
-        lines.append(f"bin_dir = {toml_value(run.bin_dir)}")
-    lines += conditions_toml(space.config.conditions)
-    for i, c in enumerate(stage.points, 1):
-        lines += ["", "[[hashers]]", f"name = {toml_value(f'point-{i}')}", f"variant = {toml_value(c.variant)}",
-                  *knob_toml_lines(c)]
-    lines += ["", "[baselines]", f"limit = {toml_value(stage.limit)}"]
-    if stage.b3sum:
-        lines.append("b3sum = true")
+    table: dict[str, Any] = {"run": {
+        "rounds": stage.rounds, "cache": run.cache, "timeout_s": run.timeout_s, "trace": False,
+        "resident_tolerance": run.resident_tolerance,
+        "nominal": {"read": int(nominal.read_Bps), "hash_per_core": int(nominal.hash_per_core_Bps),
+                    "overhead_s": nominal.overhead_s}, **({"bin_dir": run.bin_dir} if run.bin_dir else {})}}
+    table |= conditions_table(space.config.conditions)
+    table["hashers"] = [{"name": f"point-{i}", "variant": c.variant, **knob_table(c)} for i, c in enumerate(stage.points, 1)]
+    table["baselines"] = {"limit": stage.limit, **({"b3sum": True} if stage.b3sum else {})}
     if stage.fio:
-        tables = [f"{{ bs = {toml_value(format_size(bs))}, iodepth = {qd}, direct = {toml_value(d)} }}"
-                  for bs, qd, d in stage.fio]
-        lines.append(f"fio = [{', '.join(tables)}]")
-    return "\n".join(lines) + "\n"
+        table["baselines"]["fio"] = [{"bs": format_size(bs), "iodepth": qd, "direct": d} for bs, qd, d in stage.fio]
+    return f"# {comment or 'ringsum tune: ' + stage.name}\n\n" + tomli_w.dumps(table)
 
 
-def conditions_toml(grid: ConditionGrid) -> list[str]:
+def conditions_table(grid: ConditionGrid) -> dict[str, Any]:
     """A [conditions] table that expands to the grid's conditions, listed one by one."""
     conds = grid.expand()
     if conds == [Condition()]:
-        return []
+        return {}
 
-    def value(dim: str, v: Any) -> str:
-        return toml_value({"read_cap": "none", "cores": "all"}.get(dim, v) if v is None else v)
+    def value(dim: str, v: Any) -> Any:
+        return {"read_cap": "none", "cores": "all"}.get(dim, v) if v is None else v
 
     dims = ("device", "read_cap", "cores", "simd")
     values = {d: list(dict.fromkeys(getattr(c, d) for c in conds)) for d in dims}
     missing = [p for p in ConditionGrid({d: tuple(values[d]) for d in dims}).expand() if p not in conds]
-    lines = ["", "[conditions]"] + [f"{d} = [{', '.join(value(d, v) for v in values[d])}]" for d in dims]
-    rules = [f"{{ {', '.join(f'{d} = {value(d, getattr(p, d))}' for d in dims)} }}" for p in missing]
-    return lines + ([f"exclude = [{', '.join(rules)}]"] if rules else [])
+    table: dict[str, Any] = {d: [value(d, v) for v in values[d]] for d in dims}
+    if missing:
+        table["exclude"] = [{d: value(d, getattr(p, d)) for d in dims} for p in missing]
+    return {"conditions": table}
 
 
 def estimate_s(space: Space, stage: Stage) -> float:
@@ -358,8 +344,8 @@ def real_measure(space: Space, tune_dir: Path) -> Measure:
     return measure
 
 
-def knob_toml_lines(c: Command) -> list[str]:
+def knob_table(c: Command) -> dict[str, Any]:
     """A hasher's knobs as a [[hashers]] table's keys: every number, the flags that are on."""
     table, values = load_knobs(), c.knob_values()
-    return ([f"{k.name} = {toml_value(knob_word(k, values[k.name]) if k.type == 'size' else values[k.name])}"
-             for k in table if not k.is_flag] + [f"{k.name} = true" for k in table.flags if values[k.name]])
+    return ({k.name: knob_word(k, values[k.name]) if k.type == "size" else values[k.name] for k in table if not k.is_flag}
+            | {k.name: True for k in table.flags if values[k.name]})
