@@ -1,6 +1,6 @@
 """Each hashing command of a run against the plain readers and each b3sum of the same rounds,
-condition by condition: the Markdown tables of docs/cold-path.md, generated from the run
-directories kept beside it, so that a figure and its machine never part.
+condition by condition: the Markdown tables of the kept runs' READMEs (docs/cold-path/*/README.md),
+generated from the run directories themselves, so that a figure and its machine never part.
 
     python -m analysis.paired_table [--tuned] RUN_DIR [RUN_DIR ...]
 

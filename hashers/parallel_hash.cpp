@@ -28,10 +28,9 @@
  * unmapped, so a file hashed from its mapping peaked at its own size. Each
  * subtree of the release size (--map-release) drops its pages from the
  * mapping (MADV_DONTNEED: the page cache keeps them) once hashed: the peak
- * RSS is a few pieces, not the file, and releasing is no slower than keeping
- * the mapping to the end. 1 MiB pieces (which split the 2 MiB folios' mappings) were no faster
- * than keeping it, and mapping a window at a time slower, likely as each
- * window waits for its last task (docs/cold-path.md).
+ * RSS is a few pieces, not the file. That releasing is no slower than keeping
+ * the mapping, and that a window mapped at a time was slower, come from runs
+ * that were not kept (docs/cold-path.md's table of what rests on what).
  *
  * The grain and staging only decide where and from what copy the work runs,
  * never what is computed: any setting gives the same hash, so callers on

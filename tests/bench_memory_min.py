@@ -1,5 +1,5 @@
 """Where hashing a cached file from memory starts to pay: hot files of each size hashed with
-`--path memory` and `--path ring`, interleaved rounds in shuffled order (docs/trees.md, "A hot tree").
+`--path memory` and `--path ring`, interleaved rounds in shuffled order (docs/trees.md; docs/cold-path/tree-hot-run/README.md).
 
     .venv/bin/python tests/bench_memory_min.py [--rounds 11] [--total 256M] [--dir build/data/sizes] \
         [-- taskset -c 0]

@@ -1,4 +1,4 @@
-"""analysis.paired_table: docs/cold-path.md's tables, from the run directories kept beside it."""
+"""analysis.paired_table: the kept runs' tables (docs/cold-path/*/README.md), from the run directories themselves."""
 
 from __future__ import annotations
 

@@ -54,8 +54,8 @@ class Setting:
 
 # A VM guest with virtio-balloon free page reporting hands free memory back to the host about 2 s
 # after it is freed (a cache drop frees a lot); the next read faults those pages back in from the
-# host, which on the build VM made many cold reads several times slower, in system time
-# (docs/cold-path.md, "A fresh page of memory is expensive here").
+# host, which on the build VM made cold reads slower, in system time (a run that was not kept;
+# docs/cold-path.md names the mechanism).
 # An order above the largest (10 on x86-64) leaves no block to report.
 FREE_PAGE_REPORTING = Tunable(
     name="free page reporting",
