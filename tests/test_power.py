@@ -5,11 +5,13 @@ check, real or resampled, and 5% more CPU work by the instruction counts; an ide
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from harness.check import decide, power
 from test_check_ab import CONFIG as CHECK_CONFIG, MODE
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,3 +40,16 @@ def test_power_study_catches_depth1_and_not_an_identical_build(tmp_path: Path) -
     made_up = [line for line in resampled.splitlines() if line.startswith(("| depth1 ", "| unchanged ", "| slow5 "))]
     assert made_up == ["| unchanged | 4 | 0 | 0.00% |", "| slow5 | 4 | 4 | 100.00% |",
                        "| depth1 | 4 | 4 | 100.00% |"], resampled
+
+
+def test_the_kept_study_judges_again_as_it_was_kept() -> None:
+    """docs/regression-check.md's gate table is drawn from the kept verdicts: the kept runs, judged again
+    by today's check, give the same verdicts (the first runs of each kept study, for time)."""
+    kept = sorted((REPO / "docs" / "ledger").glob("*/check-power/*/verdicts.json"))
+    assert kept, "no kept check-power study"
+    settings = decide.Settings(threshold=power.CI_THRESHOLD, confidence=power.CI_CONFIDENCE)
+    for verdicts in kept:
+        saved = {(v["run_dir"], v["condition"]): v["exit_code"] for v in json.loads(verdicts.read_text())}
+        for run_dir in sorted((verdicts.parent / "runs").iterdir())[:2]:
+            for v in power.judge(run_dir, settings):
+                assert saved[(run_dir.name, v.condition)] == v.exit_code, (verdicts, run_dir.name, v.condition)
