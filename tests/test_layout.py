@@ -1,8 +1,9 @@
 """The package layout the code promises: small modules (Python and C), imports in one direction
 only (analysis -> harness; the command line, harness/cli/main.py, parser.py, completion.py and
-run.py, is the one place that reaches into both), no import cycle, no deferred import but for
-start-up time, and no private name reached from outside its module. Static (every import statement, lazy ones in functions included) and
-dynamic (what importing each module really loads)."""
+run.py, is the one place that reaches into both), no import cycle between modules nor between
+packages, no deferred import but for start-up time, and no private name reached from outside its
+module. Static (every import statement, lazy ones in functions included) and dynamic (what
+importing each module really loads)."""
 
 import ast
 import re
@@ -141,6 +142,33 @@ def test_the_import_graph_has_no_cycle():
 def test_cycles_are_found():
     """The check above can fail: a made-up graph with a cycle through three modules."""
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph with each package of harness/ one node (harness.pipeline for everything
+    under harness/pipeline/); a top-level module (harness.units, analysis.load) is a node of its own."""
+    def package(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+    packages: dict[str, set[str]] = {}
+    for module, edges in graph.items():
+        packages.setdefault(package(module), set()).update(package(e) for e in edges)
+    return {p: edges - {p} for p, edges in packages.items()}
+
+
+def test_the_package_graph_has_no_cycle():
+    """Packages import in one direction too: modules of two packages importing each other's (no cycle
+    between modules) still tie the packages into one."""
+    assert cycles(package_graph(import_graph())) == []
+
+
+def test_package_cycles_are_found():
+    """The check above can fail: a made-up graph where no two modules import each other, but the
+    packages a and b do, and c only imports a."""
+    graph = {"harness.a.plan": {"harness.b.spec"}, "harness.a.run": {"harness.a.plan"},
+             "harness.b.spec": set(), "harness.b.emulation": {"harness.a.plan"},
+             "harness.c": {"harness.a.run"}}
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph)) == [["harness.a", "harness.b"]]
 
 
 def deferred_imports(path: Path) -> list[str]:

@@ -14,9 +14,10 @@ from harness.catalog.knobs import Knob, load_knobs, switched_on
 from harness.catalog.tools import (B3SUM_OUTPUT, COMMAND, FIO_FILE, FIO_JSON, READER, REFERENCE_HASH, SELF_TIMED, TOOLS,
                                    find_tool, the_tool, tools_with)
 from harness.catalog.variants import variant as registered_variant
+from harness.conditions.emulation import ram_copies
 from harness.conditions.spec import Condition, simd_b3sum, simd_bin_dir
 from harness.datasets.dataset import LIST_PLACEHOLDER, Dataset
-from harness.machine import state as statemod
+from harness.datasets.generate import FileError, owned_file, owned_tree, users_path
 from harness.pipeline.config_schema import BASELINE_PREFIX, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
 from harness.config_values import Buffers, buffers
 from harness.units import format_size
@@ -105,6 +106,11 @@ class Plan:
     @property
     def traced_executions(self) -> int:
         return sum(1 for c in self.commands if c.trace_argv)
+
+    @property
+    def programs(self) -> list[tuple[Condition, str]]:
+        """Each command's condition and the program it runs, for harness/conditions/emulation.py."""
+        return [(c.condition, c.argv[0]) for c in self.commands]
 
 
 def hasher_binary(config: Config, group: Group) -> Path:
@@ -256,21 +262,6 @@ def blake3_groups(config: Config) -> list[Group]:
                   grid={"num_threads": missing, "no_mmap": (False,)}, key="(added for warm mode)")]
 
 
-RAM_DIR = "ram"  # in the state directory: where the RAM device is mounted (harness/conditions/emulation.py)
-
-
-def ram_root() -> Path:
-    return statemod.state_dir().absolute() / RAM_DIR
-
-
-def ram_copies(files: list[Dataset]) -> dict[str, Dataset]:
-    """Each dataset's copy on the RAM device, by the original's path: <state>/ram/<index>/<name>."""
-    root = ram_root()
-    return {f.path: dataclasses.replace(f, path=str(root / str(i) / Path(f.path).name), generate=False,
-                                        owned=False, copy_of=f.path, label=f.name)
-            for i, f in enumerate(files)}
-
-
 def _under(config: Config, c: Command, group: Group, cond: Condition, tag: str) -> Command:
     """The command as it runs under a condition: the SIMD level's build of BLAKE3's programs."""
     label = c.label + tag
@@ -283,6 +274,24 @@ def _under(config: Config, c: Command, group: Group, cond: Condition, tag: str) 
             else simd_b3sum(c.argv[0], cond.simd))
     trace = (prog, *c.trace_argv[1:]) if c.trace_argv else None
     return dataclasses.replace(c, label=label, condition=cond, argv=(prog, *c.argv[1:]), trace_argv=trace)
+
+
+def resolve_files(config: Config, file: str | None, size: int | None, dir_: str | None) -> list[Dataset]:
+    """The datasets a run reads (harness/datasets/generate.py says whose they are): --file/--size/--dir
+    override the config's [[datasets]], run.file and run.file_size."""
+    if size is not None and size <= 0:
+        raise FileError("--size must be at least 1 byte")
+    if file:
+        return [users_path(Path(file), size)]
+    d = Path(dir_) if dir_ else config.data_dir()
+    if size is not None:
+        return [owned_file(d, size)]
+    if config.datasets:
+        return [dataclasses.replace(users_path(Path(x.path), None) if x.path else owned_tree(d, x.name, x.recipe),
+                                    label=x.name) for x in config.datasets]
+    if config.run.files:
+        return [users_path(Path(f), None) for f in config.run.files]
+    return [owned_file(d, n) for n in config.run.file_sizes]
 
 
 def build_plan(config: Config, files: list[Dataset]) -> Plan:

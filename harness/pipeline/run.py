@@ -28,7 +28,6 @@ from typing import Any, TextIO
 from harness.catalog.knobs import KnobsError, load_knobs
 from harness.conditions import emulation
 from harness.datasets.dataset import Dataset
-from harness.datasets.generate import resolve_files
 from harness.machine import page_cache as cachemod
 from harness.machine import settings as system
 from harness.machine import signals

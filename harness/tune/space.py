@@ -21,13 +21,12 @@ from harness.catalog.variants import REPO_ROOT, VariantsError, variant_list
 from harness.conditions import robust
 from harness.conditions.spec import Condition, ConditionGrid
 from harness.datasets.dataset import Dataset
-from harness.datasets.generate import resolve_files
 from harness.pipeline import results as res
 from harness.pipeline import verdict
 from harness.pipeline.config import load_config, parse_config
 from harness.pipeline.config_schema import Config
 from harness.pipeline.estimate import estimate
-from harness.pipeline.plan import Command, build_plan, knob_word
+from harness.pipeline.plan import Command, build_plan, knob_word, resolve_files
 from harness.pipeline.run import run
 from harness.pipeline.run_request import Options, apply_overrides
 from harness.progress import log
