@@ -1,9 +1,9 @@
 """The package layout the code promises: small modules (Python and C), imports in one direction
 only (analysis -> harness; the command line, harness/cli/main.py, parser.py, completion.py and
 run.py, is the one place that reaches into both), no import cycle between modules nor between
-packages, no deferred import but for start-up time, and no private name reached from outside its
-module. Static (every import statement, lazy ones in functions included) and dynamic (what
-importing each module really loads)."""
+packages, no C file calling round a circle, no deferred import but for start-up time, and no
+private name reached from outside its module. Static (every import statement, lazy ones in
+functions included) and dynamic (what importing each module really loads)."""
 
 import ast
 import re
@@ -169,6 +169,55 @@ def test_package_cycles_are_found():
              "harness.c": {"harness.a.run"}}
     assert cycles(graph) == []
     assert cycles(package_graph(graph)) == [["harness.a", "harness.b"]]
+
+
+def object_symbols(obj: Path) -> tuple[set[str], set[str]]:
+    """The global symbols an object file defines, and those it needs from elsewhere (nm's U)."""
+    out = subprocess.run(["nm", "-g", "-P", str(obj)], capture_output=True, text=True, check=True).stdout
+    defined, needed = set(), set()
+    for line in out.splitlines():
+        name, kind = line.split()[:2]
+        (needed if kind == "U" else defined).add(name)
+    return defined, needed
+
+
+def c_call_graph(symbols: dict[str, tuple[set[str], set[str]]]) -> dict[str, set[str]]:
+    """file -> the files whose functions (or data) it uses: a symbol it needs that the other defines.
+    A header's static inline functions belong to no file."""
+    return {a: {b for b, (defined, _) in symbols.items() if b != a and needed & defined}
+            for a, (_, needed) in symbols.items()}
+
+
+def built_objects() -> dict[str, Path]:
+    """hashers/*.c -> its object in build/obj, which `make all` made after the last change to the sources."""
+    sources = sorted((REPO / "hashers").glob("*.c"))
+    objects = {p.name: REPO / "build" / "obj" / f"{p.stem}.o" for p in sources}
+    newest = max(p.stat().st_mtime for p in [*sources, *(REPO / "hashers").glob("*.h")])
+    stale = [rel(o) for o in objects.values() if not o.exists() or o.stat().st_mtime < newest]
+    assert sources and not stale, f"objects missing or older than hashers/ (run `make all`): {stale}"
+    return objects
+
+
+def test_no_c_file_calls_round_a_circle():
+    """The C files call each other in one direction only: each file's object, by the symbols it
+    defines and needs (nm), is a node; a file using another's function is an edge."""
+    graph = c_call_graph({name: object_symbols(obj) for name, obj in built_objects().items()})
+    assert cycles(graph) == []
+
+
+def test_c_call_circles_are_found(tmp_path):
+    """The check above can fail: made-up symbols where a.c and b.c use each other's, and two
+    files compiled with a circle of their own through a variable and a function."""
+    symbols = {"a.c": ({"a_run"}, {"b_help", "malloc"}), "b.c": ({"b_help"}, {"a_run"}),
+               "main.c": ({"main"}, {"a_run"})}
+    assert cycles(c_call_graph(symbols)) == [["a.c", "b.c"]]
+    (tmp_path / "ring.c").write_text("int consume(void);\nint ring_head;\nint request(void) { return consume(); }\n")
+    (tmp_path / "hash.c").write_text("extern int ring_head;\nint consume(void) { return ring_head; }\n")
+    planted = {}
+    for name in ("ring.c", "hash.c"):
+        subprocess.run(["cc", "-c", name, "-o", f"{name}.o"], cwd=tmp_path, check=True)
+        planted[name] = object_symbols(tmp_path / f"{name}.o")
+    assert cycles(c_call_graph(planted)) == [["hash.c", "ring.c"]]
 
 
 def deferred_imports(path: Path) -> list[str]:
