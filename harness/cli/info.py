@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from harness.catalog.tools import HASHER
 from harness.catalog.variants import variant_list
 from harness.conditions.spec import condition_overrides, plan_lines
 from harness.datasets.generate import describe
@@ -33,7 +34,7 @@ def cmd_plan(a: argparse.Namespace) -> int:
     plan = build_plan(config, files)
     learned = learn(Path(a.out), this_machine(files[0].path))
     est = estimate(plan, config, learned)
-    missing = sorted({c.argv[0] for c in plan.commands if c.tool == "hasher" and not Path(c.argv[0]).is_file()})
+    missing = sorted({c.argv[0] for c in plan.commands if c.tool == HASHER and not Path(c.argv[0]).is_file()})
     if missing:
         plan.notes.append(f"hasher options not checked: {missing[0]} is not built (make)")
     else:

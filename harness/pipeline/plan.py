@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.catalog.knobs import Knob, load_knobs, switched_on
-from harness.catalog.tools import (B3SUM_OUTPUT, COMMAND, FIO_FILE, FIO_JSON, READER, REFERENCE_HASH, SELF_TIMED, TOOLS,
-                                   find_tool, the_tool, tools_with)
+from harness.catalog.tools import (B3SUM_OUTPUT, COMMAND, FIO_FILE, FIO_JSON, HASHER, READER, REFERENCE_HASH, SELF_TIMED,
+                                   TOOLS, find_tool, the_tool, tools_with)
 from harness.catalog.variants import variant as registered_variant
 from harness.conditions.emulation import ram_copies
 from harness.conditions.spec import Condition, simd_b3sum, simd_bin_dir
@@ -23,7 +23,7 @@ from harness.config_values import Buffers, buffers
 from harness.units import format_size
 
 TRACE = "{TRACE}"  # the word after a hasher's --trace, replaced by the trace file's path
-HASHING_TOOLS = ("hasher", *tools_with(B3SUM_OUTPUT))  # their stdout is b3sum-format and is checked
+HASHING_TOOLS = (HASHER, *tools_with(B3SUM_OUTPUT))  # their stdout is b3sum-format and is checked
 BLAKE3_GROUP = "blake3-in-memory"
 
 
@@ -131,7 +131,7 @@ def _expand_grid(group: Group) -> list[dict[str, Any]]:
         knobs = dict(zip(keys, combo))
         if any(all(knobs[k] in vals for k, vals in rule.items()) for rule in group.exclude):
             continue
-        if group.kind == "hasher":
+        if group.kind == HASHER:
             # constraints see the resolved buffer count
             resolved = dict(knobs, buffers=knobs["buffers"].resolve(knobs["queue_depth"]))
         else:
@@ -146,7 +146,7 @@ def effective_key(c: Command) -> tuple | None:
     """What a built variant will run with: each knob its variant acts on, at the value given or, for
     a `defaults` group, the variant's own default, and a flag the variant has on as on. Two
     commands with the same key are one configuration under two labels (None: not a built hasher)."""
-    if c.tool != "hasher" or c.extra == "positional" or registered_variant(c.variant) is None:
+    if c.tool != HASHER or c.extra == "positional" or registered_variant(c.variant) is None:
         return None
     given = c.knob_values()
     out = []
@@ -210,7 +210,7 @@ def _hasher_command(config: Config, group: Group, knobs: dict[str, Any], common:
         # A group with its own binary is told apart from the built variant by its name.
         label = " ".join([group.name if group.path else group.variant, *words])
         extra = ""
-    return Command(label=label + tag, slug="", tool="hasher", variant=group.variant, argv=tuple(argv),
+    return Command(label=label + tag, slug="", tool=HASHER, variant=group.variant, argv=tuple(argv),
                    block_size=values["block_size"], queue_depth=values["queue_depth"], buffers=values["buffers"],
                    direct=values["direct"], knobs={name: values[name] for name in table.own}, extra=extra,
                    trace_argv=tuple([prog, *opts, *walk, "--trace", TRACE, "--", file]) if group.trace else None,
@@ -235,7 +235,7 @@ def _commands_for(config: Config, group: Group, knobs: dict[str, Any], d: Datase
     """The group's command for one point of its grid on one dataset; None: the tool cannot read it
     (dd or fio and a tree, parallel cat and one file)."""
     common: dict[str, Any] = dict(group=group.name, file=d.path, file_size=d.size, files=d.files)
-    if group.kind == "hasher":
+    if group.kind == HASHER:
         return _hasher_command(config, group, knobs, common, tag, d.is_tree)
     if group.kind == "command":
         return _custom_command(group, knobs, common, tag)
@@ -265,12 +265,12 @@ def blake3_groups(config: Config) -> list[Group]:
 def _under(config: Config, c: Command, group: Group, cond: Condition, tag: str) -> Command:
     """The command as it runs under a condition: the SIMD level's build of BLAKE3's programs."""
     label = c.label + tag
-    if cond.simd == "full" or c.tool not in ("hasher", *tools_with(REFERENCE_HASH)):
+    if cond.simd == "full" or c.tool not in (HASHER, *tools_with(REFERENCE_HASH)):
         return dataclasses.replace(c, label=label, condition=cond)
-    if c.tool == "hasher" and group.path:
+    if c.tool == HASHER and group.path:
         raise PlanError(f"group {group.name!r}: simd {cond.simd!r} needs the hashers `make simd` builds, "
                         f"not the binary {group.path}")
-    prog = (str(simd_bin_dir(config.bin_dir(), cond.simd) / group.variant) if c.tool == "hasher"
+    prog = (str(simd_bin_dir(config.bin_dir(), cond.simd) / group.variant) if c.tool == HASHER
             else simd_b3sum(c.argv[0], cond.simd))
     trace = (prog, *c.trace_argv[1:]) if c.trace_argv else None
     return dataclasses.replace(c, label=label, condition=cond, argv=(prog, *c.argv[1:]), trace_argv=trace)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import stats
-from harness.catalog.tools import REFERENCE_HASH, tools_with
+from harness.catalog.tools import HASHER, REFERENCE_HASH, tools_with
 from harness.pipeline import results as res
 from harness.pipeline import verdict
 from harness.pipeline.decision import Decision
@@ -77,7 +77,7 @@ def check_plan(plan: Any) -> None:
     if len(files) != 1 or len(plan.conditions) > 1:
         raise SequentialError(f"--until-decided decides one workload; this plan reads {len(files)} "
                               f"datasets in {len(plan.conditions)} conditions")
-    hashers = sum(c.tool == "hasher" for c in plan.commands)
+    hashers = sum(c.tool == HASHER for c in plan.commands)
     if hashers < 2 and not (hashers == 1 and any(c.tool in tools_with(REFERENCE_HASH) for c in plan.commands)):
         raise SequentialError("--until-decided needs two hashers or more, or a hasher and b3sum, to decide between")
 
