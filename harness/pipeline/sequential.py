@@ -8,7 +8,7 @@ number of looks is fixed before the first round (`looks`: after the config's rou
 every `step` more, up to `max_rounds`) and every look decides at the stricter confidence
 1 - 5%/looks (Bonferroni over the looks: the chance that any look is wrong stays at most 5%,
 whether or not the run stops early). The regression check's power study does the same kind of
-check on real rounds: tests/test_sequential.py and `python -m harness.pipeline.sequential_study`.
+check on real rounds: tests/test_sequential.py and `python -m analysis.sequential_study`.
 
 An added round runs, in a fresh shuffled order: the contenders (the fastest hasher and every one
 within noise of it at that confidence), the readers that have set the speed limit in some round
