@@ -189,12 +189,14 @@ def c_call_graph(symbols: dict[str, tuple[set[str], set[str]]]) -> dict[str, set
 
 
 def built_objects() -> dict[str, Path]:
-    """hashers/*.c -> its object in build/obj, which `make all` made after the last change to the sources."""
+    """hashers/*.c -> its object in build/obj, made by `make all` after the last change to the file
+    and to the headers (as make rebuilds it)."""
     sources = sorted((REPO / "hashers").glob("*.c"))
+    headers = max(p.stat().st_mtime for p in (REPO / "hashers").glob("*.h"))
     objects = {p.name: REPO / "build" / "obj" / f"{p.stem}.o" for p in sources}
-    newest = max(p.stat().st_mtime for p in [*sources, *(REPO / "hashers").glob("*.h")])
-    stale = [rel(o) for o in objects.values() if not o.exists() or o.stat().st_mtime < newest]
-    assert sources and not stale, f"objects missing or older than hashers/ (run `make all`): {stale}"
+    stale = [rel(objects[p.name]) for p in sources if not objects[p.name].exists()
+             or objects[p.name].stat().st_mtime < max(p.stat().st_mtime, headers)]
+    assert sources and not stale, f"objects missing or older than their sources (run `make all`): {stale}"
     return objects
 
 
