@@ -202,7 +202,7 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	$(CC) -O2 -Wall -Wextra $< -o $@
 
 # --- installing the hashers (GNU conventions: PREFIX, DESTDIR) ---
-# A man page and bash and zsh completions per program, all made from its --help (hashers/options.c).
+# A man page and bash and zsh completions per program, all made from its --help (hashers/options_help.c).
 # AS_B3SUM=yes also installs uring_b3sum as b3sum (messages name the program as invoked).
 PREFIX      ?= /usr/local
 bindir      ?= $(PREFIX)/bin
@@ -458,7 +458,7 @@ check-power: deps all $(call bins,faults)
 # libFuzzer on the option parser (tests/test_fuzz_options.py has this built): the parser's files, and
 # the variants' table made from their RINGSUM_VARIANT lines, each row named by its file.
 CLANG        ?= $(shell command -v clang-14 || command -v clang)
-OPTION_SRCS  := $(addprefix hashers/,options.c options_help.c grammar_flags.c grammar_positional.c defaults_file.c wisdom.c)
+OPTION_SRCS  := $(addprefix hashers/,options.c knob_table.c options_help.c grammar_flags.c grammar_positional.c defaults_file.c wisdom.c)
 $(BUILD)/gen/variant_table.h: $(wildcard hashers/variants/*.c)
 	@mkdir -p $(@D)
 	awk 'FNR == 1 { name = FILENAME; sub(/.*\//, "", name); sub(/\.c$$/, "", name) } \

@@ -11,8 +11,8 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from analysis.load import Run
-from harness.catalog.tools import (COMMAND, OTHER_HASH, PLAIN_READ, READ_TOOLS, READER, REFERENCE_HASH, TOOL_LIST, TOOLS,
-                                   the_tool, tools_with)
+from harness.catalog.tools import (COMMAND, HASHER, OTHER_HASH, PLAIN_READ, READ_TOOLS, READER, REFERENCE_HASH, TOOL_LIST,
+                                   TOOLS, the_tool, tools_with)
 from harness.pipeline import decision
 from harness.pipeline import verdict
 from harness.pipeline.results import command_stats
@@ -50,7 +50,7 @@ _OURS_ORDER = ["uring_b3sum"] + [v for v in VARIANTS if v != "uring_b3sum"]
 
 def role(tool: str) -> str:
     """The role of a runs.csv `tool` in the charts: ours, reader, the reference hash, another hash or command."""
-    if tool == "hasher":
+    if tool == HASHER:
         return "ours"
     if tool == READER or (tool in TOOLS and TOOLS[tool].reads_only):
         return "reader"
@@ -59,7 +59,7 @@ def role(tool: str) -> str:
 
 
 def _tool_of(variant: str) -> str:
-    return "hasher" if variant in _OURS_ORDER else variant if variant in TOOLS else COMMAND
+    return HASHER if variant in _OURS_ORDER else variant if variant in TOOLS else COMMAND
 
 
 def colour(variant: str, tool: str | None = None) -> str:

@@ -22,7 +22,7 @@ from analysis.load import Run, load_trace, speed_limit  # noqa: E402
 from analysis.chart_data import (GB, REFERENCE_TOOLS, RUN_COLOURS, Skip, as_ran, colour, command_name,  # noqa: E402
                                  for_size, gbps_text, hasher_stats, machine, reference, role_handles, rounds,
                                  run_date, run_legend, short_label, size_text, subtitle, tied_with_fastest)
-from harness.catalog.tools import READ_TOOLS, SELF_TIMED, tools_with
+from harness.catalog.tools import HASHER, READ_TOOLS, SELF_TIMED, tools_with
 from harness.pipeline import verdict
 from harness.pipeline.results import command_stats, succeeded  # noqa: E402
 from harness.units import about_size, format_size  # noqa: E402
@@ -59,7 +59,7 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
     seconds = verdict.job_time(ok)  # fio by its own read time, as the limit counts it
     stats["shown_s"] = stats["label"].map(seconds.groupby(ok["label"]).median())
     stats = stats.sort_values("shown_s", ascending=False, na_position="first").reset_index(drop=True)
-    tied = tied_with_fastest(runs, list(stats.loc[stats["tool"] == "hasher", "label"].astype(str)),
+    tied = tied_with_fastest(runs, list(stats.loc[stats["tool"] == HASHER, "label"].astype(str)),
                              run.decision_confidence)
     fig, ax = plt.subplots(figsize=(10, 1.6 + 0.38 * len(stats)), layout="constrained")
     rng = np.random.default_rng(0)
@@ -120,7 +120,7 @@ def chart_heatmaps(run: Run, file_size: int | None = None) -> Figure | Skip:
     """For each hasher variant, with and without O_DIRECT (as it read, where it said): which block size × queue depth gives
     the highest median throughput on this machine (the sweet spot), and how sharp is it?"""
     runs, size = for_size(run, file_size)
-    stats = as_ran(command_stats(runs[runs["tool"] == "hasher"]), runs)
+    stats = as_ran(command_stats(runs[runs["tool"] == HASHER]), runs)
     stats = stats[stats["median_Bps"].notna()]
     panels = []
     for (variant, direct), g in stats.groupby(["variant", stats["direct"].fillna(False)], sort=True):
@@ -175,7 +175,7 @@ def traced_stats(run: Run) -> pd.DataFrame:
         return pd.DataFrame()
     ok = run.traces[(run.traces["exit_code"] == 0).fillna(False).astype(bool)]
     labels = set(ok["label"].dropna())
-    stats = command_stats(run.runs[run.runs["tool"] == "hasher"])
+    stats = command_stats(run.runs[run.runs["tool"] == HASHER])
     return stats[stats["label"].isin(labels)]
 
 
@@ -218,7 +218,7 @@ def chart_in_flight(run: Run, labels: list[str] | None = None) -> Figure | Skip:
         trace = load_trace(run, label)
         qd = stats.loc[label, "queue_depth"] if label in stats.index else pd.NA
         qd = int(qd) if qd is not pd.NA else int(trace["in_flight"].max())
-        c = colour(str(stats.loc[label, "variant"]), "hasher") if label in stats.index else "black"
+        c = colour(str(stats.loc[label, "variant"]), HASHER) if label in stats.index else "black"
         series_ax.step(trace["time_ms"], trace["in_flight"], where="post", color=c, linewidth=0.8,
                        rasterized=len(trace) > 2000)
         counts = trace["in_flight"].value_counts(normalize=True).reindex(range(qd + 1), fill_value=0)
@@ -252,7 +252,7 @@ def chart_limit_ratio(run: Run, file_size: int | None = None) -> Figure | Skip:
     limit = speed_limit(run, size)
     if not limit:
         return Skip(f"no speed limit (no successful read-only command: {', '.join(READ_TOOLS[:-1])} or a reads_only [[commands]] entry)")
-    hashers = stats[(stats["tool"] == "hasher")].sort_values("limit_ratio", ascending=False,
+    hashers = stats[(stats["tool"] == HASHER)].sort_values("limit_ratio", ascending=False,
                                                               na_position="first")
     if not len(hashers):
         return Skip("no hasher configurations in the run")
@@ -263,7 +263,7 @@ def chart_limit_ratio(run: Run, file_size: int | None = None) -> Figure | Skip:
                      hashers["limit_high"].to_numpy(dtype=float) - ratios])
     ax.errorbar(ratios, range(len(hashers)), xerr=err, fmt="none", ecolor="#555555", capsize=3,
                 linewidth=1)
-    ax.scatter(ratios, range(len(hashers)), color=[colour(str(v), "hasher") for v in hashers["variant"]],
+    ax.scatter(ratios, range(len(hashers)), color=[colour(str(v), HASHER) for v in hashers["variant"]],
                s=40, zorder=3)
     ax.axvline(1.0, color="black", linestyle="--", linewidth=1)
     numbers = []  # a column right of the plot, so the axis spans the data and nothing more
@@ -296,7 +296,7 @@ def chart_limit_ratio(run: Run, file_size: int | None = None) -> Figure | Skip:
                   f"fastest plain read ({limit.seconds:.3f} s median, {short_label(limit.set_by)} in "
                   f"{limit.set_by_rounds} of {len(limit.set_in_round)} rounds)")
     ax.grid(axis="x", alpha=0.3)
-    fig.legend(handles=role_handles(["hasher"]), loc="outside lower center", fontsize=8, frameon=False)
+    fig.legend(handles=role_handles([HASHER]), loc="outside lower center", fontsize=8, frameon=False)
     ax.set_title("Hasher time / the speed limit, and at right / b3sum's and cat's time: time ratios paired "
                  "per round, below 1 = less time\n"
                  + ("references: " + ", ".join(refs) if refs else "no b3sum or cat in the run")

@@ -17,12 +17,12 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from analysis.chart_data import GB, ROLES, Skip, subtitle  # noqa: E402
 from analysis.load import Run  # noqa: E402
 from harness import stats
-from harness.catalog.tools import REFERENCE_HASH, tools_with
+from harness.catalog.tools import HASHER, REFERENCE_HASH, tools_with
 from harness.conditions import robust
 from harness.pipeline import decision
 from harness.pipeline import verdict
 
-COMPARED_TOOLS = ("hasher", *tools_with(REFERENCE_HASH))
+COMPARED_TOOLS = (HASHER, *tools_with(REFERENCE_HASH))
 
 
 def _configurations(rows: object, cond: str) -> dict[str, str]:

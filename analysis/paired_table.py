@@ -31,11 +31,11 @@ import pandas as pd
 
 from analysis.load import RunDirError, load_run
 from harness import stats
-from harness.catalog.tools import COMMAND, LIMIT_READER, READER, REFERENCE_HASH, SELF_TIMED, tools_with
+from harness.catalog.tools import COMMAND, HASHER, LIMIT_READER, READER, REFERENCE_HASH, SELF_TIMED, tools_with
 
 # The plain readers: wall times (a self-timed reader's wall time includes its start-up).
 READERS = (*(t for t in tools_with(LIMIT_READER) if t not in tools_with(SELF_TIMED)), READER)
-HASHERS = ("hasher", COMMAND)
+HASHERS = (HASHER, COMMAND)
 BEHIND_AT_MOST = 1.03  # issue 29: the defaults never more than 3% behind the best tuned shape
 
 

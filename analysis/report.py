@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 from analysis import chart_data, charts, condition_charts, engines
 from analysis.load import Run, speed_limit
 from analysis.report_html import Chart, report_html
+from harness.catalog.tools import HASHER
 from harness.conditions import robust
 from harness.pipeline import results as harness_results
 from harness.pipeline import verdict
@@ -191,7 +192,7 @@ def summary_markdown(runs: list[Run], report: Report) -> str:
             lines.append(f"- {error}: {', '.join(sorted(set(g['label'])))}")
 
     hstats, size = chart_data.hasher_stats(run)
-    best = hstats[(hstats["tool"] == "hasher") & hstats["median_s"].notna()].sort_values("median_s")
+    best = hstats[(hstats["tool"] == HASHER) & hstats["median_s"].notna()].sort_values("median_s")
     best = best.groupby("variant", sort=False).head(1)
     refs = {t: chart_data.reference(hstats, t) for t in chart_data.REFERENCE_TOOLS}
     lines += ["", f"## Best configuration per hasher variant ({chart_data.size_text(size)} file)", ""]

@@ -1,4 +1,4 @@
-"""Shell completions for a hasher, made from its own --help: the options are written once, in options.c.
+"""Shell completions for a hasher, made from its own --help: the options are written once, in options_help.c.
 
     python3 hashers/completion.py bash|zsh PROGRAM [--name NAME] > FILE
 

@@ -14,29 +14,6 @@
 
 #include "ringsum.h"
 
-/* Room for need units of unit bytes in *buf, the capacity doubled as it grows. */
-int grow(void **buf, size_t *capacity, size_t need, size_t unit)
-{
-	size_t want = *capacity ? *capacity : 64;
-	void *grown;
-
-	if (need <= *capacity)
-		return 0;
-	while (want < need)
-		want *= 2;
-	grown = reallocarray(*buf, want, unit);
-	if (!grown)
-		return -ENOMEM;
-	*buf = grown;
-	*capacity = want;
-	return 0;
-}
-
-int grow_text(struct input *in, size_t size)
-{
-	return grow((void **)&in->text, &in->text_size, size, 1);
-}
-
 /* --- --recursive: a depth-first walk with its own stack, one directory's sorted names per level --- */
 
 /*

@@ -3,9 +3,11 @@
 #ifndef RINGSUM_INPUT_H
 #define RINGSUM_INPUT_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include "blake3.h"
@@ -77,10 +79,31 @@ int source_next(struct source *s, struct input *in);
 void source_close(struct source *s);
 void input_free(struct input *in);
 
-/* checksum_file.c: the next line of the checksum files, as an input to check */
+/* checksum_file.c: the next line of the checksum files, as an input to check; file_list.c calls it */
 int next_check_line(struct source *s, struct input *in);
-int grow(void **buf, size_t *capacity, size_t need, size_t unit);
-int grow_text(struct input *in, size_t size);
+
+/* Room for need units of unit bytes in *buf, the capacity doubled as it grows (the walk's lists, an input's text). */
+static inline int grow(void **buf, size_t *capacity, size_t need, size_t unit)
+{
+	size_t want = *capacity ? *capacity : 64;
+	void *grown;
+
+	if (need <= *capacity)
+		return 0;
+	while (want < need)
+		want *= 2;
+	grown = reallocarray(*buf, want, unit);
+	if (!grown)
+		return -ENOMEM;
+	*buf = grown;
+	*capacity = want;
+	return 0;
+}
+
+static inline int grow_text(struct input *in, size_t size)
+{
+	return grow((void **)&in->text, &in->text_size, size, 1);
+}
 
 /* input.c: opening a file, choosing its path, and finishing it; called by the ring, never calling it */
 void input_open(struct ring *r, struct input *in, unsigned index);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ring buffer protocol shared by every io_uring hasher.
+ * The ring buffer protocol shared by every io_uring hasher, and its producer.
  *
  * The blocks of the files, file after file, pass through a ring of cells:
  * the b-th block requested goes to cell b % nr_cells. A cell is consumed
@@ -10,7 +10,9 @@
  * turn requested cells into available ones, in any order; the consumer head
  * hashes available cells in order and turns them back into consumed ones
  * (cells of whole small files may be hashed side by side before the head
- * walks over them, still available: ring_hash.c).
+ * walks over them, still available). The consumer, and the hashing it does,
+ * is ring_consume.c's; it calls in here to wake the producer, nothing here
+ * calls it.
  * Each head only ever moves forward, and the producer head never passes a
  * cell the consumer has not released, so every block is hashed exactly once,
  * in order. A block with nothing to read (an empty or failed file) is
@@ -61,7 +63,8 @@ void ring_start(struct ring *r, struct source *source)
 
 /* --- waking the other side (only the multithreaded variant ever sleeps) --- */
 
-static void wake_producer(struct ring *r)
+/* The consumer's, after each cell it releases (ring_consume.c). */
+void ring_wake_producer(struct ring *r)
 {
 	if (r->eventfd >= 0 && atomic_load(&r->producer_sleeping))
 		eventfd_write(r->eventfd, 1);
@@ -391,47 +394,4 @@ void ring_drain(struct ring *r)
 		io_uring_cqe_seen(&r->uring, cqe);
 		set_in_flight(r, ring_in_flight(r) - 1);
 	}
-}
-
-/* --- consumer --- */
-
-/*
- * One consumer run hashes the available cells in order, at most one lap of
- * the ring, so that a consumer the producer keeps feeding still leaves a trace
- * row per lap. Completions are counted at the end of the run, so every one
- * lands in some row. A file's last block finishes the file.
- */
-unsigned ring_consume(struct ring *r)
-{
-	unsigned in_flight = ring_in_flight(r);
-	unsigned blocks = 0;
-
-	while (blocks < r->cfg->nr_cells && !ring_consumed_all(r)) {
-		struct cell *c = cell_of(r, r->consumer_head);
-
-		if (cell_state(c) != CELL_AVAILABLE)
-			break;
-		/* cells the side-by-side pass hashed already are only walked over */
-		if (!r->hashed_ahead)
-			r->hashed_ahead = hash_side_by_side(r);
-		if (r->hashed_ahead)
-			r->hashed_ahead--;
-		else if (!c->file_failed)
-			hash_block(r, c);
-		r->bytes_hashed += c->want;
-		if (c->last)
-			input_finish(r, c->input);
-		progress_tick(r);
-		atomic_store(&c->state, CELL_CONSUMED);
-		wake_producer(r);
-		r->consumer_head++;
-		blocks++;
-	}
-	if (trace_on(&r->trace))
-		trace_consumer_run(&r->trace, in_flight,
-				   atomic_exchange_explicit(&r->reaped, 0, memory_order_relaxed),
-				   blocks, r->bytes_hashed,
-				   atomic_exchange_explicit(&r->in_flight_peak, ring_in_flight(r),
-							    memory_order_relaxed));
-	return blocks;
 }

@@ -77,7 +77,7 @@ struct ring {
 	uint64_t producer_head;		/* blocks requested so far, over all files */
 	uint64_t consumer_head;		/* blocks hashed so far, over all files */
 	unsigned hashed_ahead;		/* cells from the consumer head on hashed side by side already */
-	struct hash_job *hash_jobs;	/* hash_side_by_side()'s, one per cell */
+	struct hash_job *hash_jobs;	/* hash_side_by_side()'s (ring_consume.c), one per cell */
 	unsigned consumer_input;	/* files finished so far */
 	unsigned failed_inputs;
 	blake3_hasher base_hasher;	/* every input's hasher starts as a copy: plain, keyed or derive-key */
@@ -103,11 +103,7 @@ void ring_use_huge_pages(struct ring *r);
 unsigned open_files_allowed(void);
 void ring_say_hashing(const struct ring *r, const struct variant *v);
 
-/* ring_hash.c: where the consumer's hashing runs */
-void hash_block(struct ring *r, struct cell *c);
-unsigned hash_side_by_side(struct ring *r);
-
-/* ring.c: the ring buffer protocol */
+/* ring.c: the ring buffer protocol and its producer */
 void ring_start(struct ring *r, struct source *source);
 struct input *ring_next_input(struct ring *r);
 void ring_open_input(struct ring *r, struct input *in, unsigned index);
@@ -115,11 +111,14 @@ int ring_request(struct ring *r);
 int ring_submit(struct ring *r, bool and_wait);
 int ring_reap_one(struct ring *r, bool wait);
 bool ring_can_request(struct ring *r);
-unsigned ring_consume(struct ring *r);
 void ring_drain(struct ring *r);
 void ring_fail(struct ring *r, int err);
 void ring_producer_sleep(struct ring *r);
 void ring_consumer_sleep(struct ring *r);
+void ring_wake_producer(struct ring *r);
+
+/* ring_consume.c: the consumer, hashing the available cells in order; it calls ring.c, never called by it */
+unsigned ring_consume(struct ring *r);
 
 static inline struct cell *cell_of(struct ring *r, uint64_t block)
 {

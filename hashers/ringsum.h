@@ -161,7 +161,7 @@ struct progress {
 	unsigned len;
 };
 
-/* options.c */
+/* the option unit (options_impl.h inside): options.c and knob_table.c */
 int parse_options(struct options *opts, int argc, char **argv, const struct variant *v);
 void knobs_for_variant(struct knobs *k, const struct variant *v);
 

@@ -29,27 +29,6 @@
 
 #define MAX_RECORD_WORDS 64
 
-static const char *const work_names[] = {
-	[WORK_COLD_FILE] = "cold-file", [WORK_CACHED_FILE] = "cached-file", [WORK_TREE] = "tree",
-};
-
-/* Which kinds of work a knob's value is measured in (a bit per enum wisdom_work); 0: never from wisdom. */
-unsigned wisdom_works(const struct knob *k)
-{
-	if (!strcmp(k->name, "direct") || !strcmp(k->name, "buffered") || !strcmp(k->name, "iopoll"))
-		return 0;
-	if (!strcmp(k->name, "memory_min") || !strcmp(k->name, "direct_min"))
-		return 1u << WORK_TREE;		/* the small-file rules */
-	if (k->needs == KNOB_NEEDS_MEMORY)
-		return 1u << WORK_CACHED_FILE;	/* a cached file hashed from its mapping */
-	return 1u << WORK_COLD_FILE | 1u << WORK_TREE;	/* the ring's */
-}
-
-const char *wisdom_work_name(enum wisdom_work work)
-{
-	return work_names[work];
-}
-
 /* /proc/cpuinfo's first CPU, "family/model/stepping" (arm64: implementer/part/revision), as ringsum's fingerprint. */
 static void cpu_signature(char *buf, size_t size)
 {
@@ -131,7 +110,7 @@ static char *record_options(char *line, const char *key, enum wisdom_work work, 
 	char want[48], *options = strstr(line, " options=");
 	size_t key_len = strlen(key);
 
-	snprintf(want, sizeof(want), " work=%s ", work_names[work]);
+	snprintf(want, sizeof(want), " work=%s ", wisdom_work_name(work));
 	if (!options || strncmp(line, key, key_len) || line[key_len] != ' ' || !strstr(line, want))
 		return NULL;
 	*options = '\0';
@@ -167,7 +146,8 @@ static int apply_record(struct options *opts, char *options, enum wisdom_work wo
 				k = &knob_table[j];
 		}
 		if (!k || !(wisdom_works(k) >> work & 1))
-			return bad_usage(where, "'%s' is not a choice a %s record makes", words[i], work_names[work]);
+			return bad_usage(where, "'%s' is not a choice a %s record makes", words[i],
+					 wisdom_work_name(work));
 		i += k->type != KNOB_FLAG;
 	}
 	ret = parse_long_form(&record, nr_words, words, where, v);
@@ -233,7 +213,7 @@ int apply_wisdom(struct options *opts, const struct variant *v)
 			snprintf(where, sizeof(where), "%s: %.*s:%u", opts->prog, PATH_MAX, path, lineno);
 			if (opts->verbose)
 				fprintf(stderr, "%s: wisdom for %s work, measured %s (%s:%u):%s%s\n", opts->prog,
-					work_names[work], measured, path, lineno, *options ? " " : " the defaults",
+					wisdom_work_name(work), measured, path, lineno, *options ? " " : " the defaults",
 					options);
 			ret = apply_record(opts, options, work, where, v);
 			found++;

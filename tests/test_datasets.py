@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from harness.datasets.dataset import TreeRecipe, manifest_difference, manifest_digest, tree_files
-from harness.datasets.generate import ensure_dataset, resolve_files
+from harness.datasets.generate import ensure_dataset
 from harness.machine import page_cache
 from harness.pipeline.config import ConfigError, parse_config
+from harness.pipeline.plan import resolve_files
 from harness.pipeline.results import read_runs
 
 REPO = Path(__file__).resolve().parent.parent

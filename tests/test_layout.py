@@ -1,8 +1,9 @@
 """The package layout the code promises: small modules (Python and C), imports in one direction
 only (analysis -> harness; the command line, harness/cli/main.py, parser.py, completion.py and
-run.py, is the one place that reaches into both), no import cycle, no deferred import but for
-start-up time, and no private name reached from outside its module. Static (every import statement, lazy ones in functions included) and
-dynamic (what importing each module really loads)."""
+run.py, is the one place that reaches into both), no import cycle between modules nor between
+packages, no C file calling round a circle, no deferred import but for start-up time, and no
+private name reached from outside its module. Static (every import statement, lazy ones in
+functions included) and dynamic (what importing each module really loads)."""
 
 import ast
 import re
@@ -141,6 +142,84 @@ def test_the_import_graph_has_no_cycle():
 def test_cycles_are_found():
     """The check above can fail: a made-up graph with a cycle through three modules."""
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph with each package of harness/ one node (harness.pipeline for everything
+    under harness/pipeline/); a top-level module (harness.units, analysis.load) is a node of its own."""
+    def package(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+    packages: dict[str, set[str]] = {}
+    for module, edges in graph.items():
+        packages.setdefault(package(module), set()).update(package(e) for e in edges)
+    return {p: edges - {p} for p, edges in packages.items()}
+
+
+def test_the_package_graph_has_no_cycle():
+    """Packages import in one direction too: modules of two packages importing each other's (no cycle
+    between modules) still tie the packages into one."""
+    assert cycles(package_graph(import_graph())) == []
+
+
+def test_package_cycles_are_found():
+    """The check above can fail: a made-up graph where no two modules import each other, but the
+    packages a and b do, and c only imports a."""
+    graph = {"harness.a.plan": {"harness.b.spec"}, "harness.a.run": {"harness.a.plan"},
+             "harness.b.spec": set(), "harness.b.emulation": {"harness.a.plan"},
+             "harness.c": {"harness.a.run"}}
+    assert cycles(graph) == []
+    assert cycles(package_graph(graph)) == [["harness.a", "harness.b"]]
+
+
+def object_symbols(obj: Path) -> tuple[set[str], set[str]]:
+    """The global symbols an object file defines, and those it needs from elsewhere (nm's U)."""
+    out = subprocess.run(["nm", "-g", "-P", str(obj)], capture_output=True, text=True, check=True).stdout
+    defined, needed = set(), set()
+    for line in out.splitlines():
+        name, kind = line.split()[:2]
+        (needed if kind == "U" else defined).add(name)
+    return defined, needed
+
+
+def c_call_graph(symbols: dict[str, tuple[set[str], set[str]]]) -> dict[str, set[str]]:
+    """file -> the files whose functions (or data) it uses: a symbol it needs that the other defines.
+    A header's static inline functions belong to no file."""
+    return {a: {b for b, (defined, _) in symbols.items() if b != a and needed & defined}
+            for a, (_, needed) in symbols.items()}
+
+
+def built_objects() -> dict[str, Path]:
+    """hashers/*.c -> its object in build/obj, made by `make all` after the last change to the file
+    and to the headers (as make rebuilds it)."""
+    sources = sorted((REPO / "hashers").glob("*.c"))
+    headers = max(p.stat().st_mtime for p in (REPO / "hashers").glob("*.h"))
+    objects = {p.name: REPO / "build" / "obj" / f"{p.stem}.o" for p in sources}
+    stale = [rel(objects[p.name]) for p in sources if not objects[p.name].exists()
+             or objects[p.name].stat().st_mtime < max(p.stat().st_mtime, headers)]
+    assert sources and not stale, f"objects missing or older than their sources (run `make all`): {stale}"
+    return objects
+
+
+def test_no_c_file_calls_round_a_circle():
+    """The C files call each other in one direction only: each file's object, by the symbols it
+    defines and needs (nm), is a node; a file using another's function is an edge."""
+    graph = c_call_graph({name: object_symbols(obj) for name, obj in built_objects().items()})
+    assert cycles(graph) == []
+
+
+def test_c_call_circles_are_found(tmp_path):
+    """The check above can fail: made-up symbols where a.c and b.c use each other's, and two
+    files compiled with a circle of their own through a variable and a function."""
+    symbols = {"a.c": ({"a_run"}, {"b_help", "malloc"}), "b.c": ({"b_help"}, {"a_run"}),
+               "main.c": ({"main"}, {"a_run"})}
+    assert cycles(c_call_graph(symbols)) == [["a.c", "b.c"]]
+    (tmp_path / "ring.c").write_text("int consume(void);\nint ring_head;\nint request(void) { return consume(); }\n")
+    (tmp_path / "hash.c").write_text("extern int ring_head;\nint consume(void) { return ring_head; }\n")
+    planted = {}
+    for name in ("ring.c", "hash.c"):
+        subprocess.run(["cc", "-c", name, "-o", f"{name}.o"], cwd=tmp_path, check=True)
+        planted[name] = object_symbols(tmp_path / f"{name}.o")
+    assert cycles(c_call_graph(planted)) == [["hash.c", "ring.c"]]
 
 
 def deferred_imports(path: Path) -> list[str]:

@@ -180,14 +180,14 @@ def test_a_wrong_winner_is_rare_on_made_up_a_a_checks():
 
 
 def test_the_a_a_study_runs_on_real_rounds_of_two_identical_builds(tmp_path: Path, bin_dir: Path):
-    """`python -m harness.pipeline.sequential_study` on a real A/A run: the same binaries copied, run beside
+    """`python -m analysis.sequential_study` on a real A/A run: the same binaries copied, run beside
     each other in the same shuffled rounds. The corrected rule names a wrong winner at most as
     often as 95%-every-look on the very same drawn rounds (it is stricter at every look)."""
     import shutil
     import subprocess
     import sys
 
-    from harness.pipeline import sequential_study
+    from analysis import sequential_study
 
     copy = tmp_path / "copy-of-bin"
     shutil.copytree(bin_dir, copy)
@@ -209,7 +209,7 @@ def test_the_a_a_study_runs_on_real_rounds_of_two_identical_builds(tmp_path: Pat
     wrong = {name.split()[0]: int(cells[2]) for name, cells in rows.items()}
     assert set(wrong) == {"corrected", "95%"} and all(int(c[1]) == 60 for c in rows.values())
     assert 0 <= wrong["corrected"] <= wrong["95%"] <= 60
-    p = subprocess.run([sys.executable, "-m", "harness.pipeline.sequential_study", str(tmp_path)], capture_output=True,
+    p = subprocess.run([sys.executable, "-m", "analysis.sequential_study", str(tmp_path)], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 2 and "no runs.csv" in p.stderr
 

@@ -74,11 +74,6 @@ class KnobTable:
         """The hashers' own knobs: the runs.csv columns after the shared ones."""
         return tuple(k.name for k in self.knobs if k.name not in SHARED)
 
-    @property
-    def article_flags(self) -> tuple[str, ...]:
-        """The flags the article's positional form can express."""
-        return tuple(k.name for k in self.flags if k.positional)
-
 
 @functools.cache
 def _load(bin_dir: Path) -> KnobTable:

@@ -202,6 +202,8 @@ TOOL_LIST = (
 TOOLS = {t.name: t for t in TOOL_LIST}
 # The tool of a [[commands]] entry: a plain reader (reads_only = true), or any other program.
 READER, COMMAND = "reader", "command"
+# The tool of a [[hashers]] group: one of ringsum's own programs (harness/catalog/variants.py).
+HASHER = "hasher"
 # Read the file and nothing else: the speed limit is the fastest of them.
 READ_TOOLS = tuple(t.name for t in TOOL_LIST if t.reads_only) + (READER,)
 

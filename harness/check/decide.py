@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from harness import stats
+from harness.catalog.tools import HASHER
 from harness.check.settings import (DEFAULT_CONFIDENCE, DEFAULT_INSTRUCTION_TOLERANCE, DEFAULT_THRESHOLD,  # noqa: F401
                                     MIN_RUNS, RESAMPLES, parse_fraction)
 from harness.check.load import REFERENCE_TOOLS, CheckError, RunData, Sample, is_run_dir
@@ -141,7 +142,7 @@ class Report:
         if any(v in BAD for v in verdicts):
             return 1
         judged = [c for c in self.comparisons
-                  if c.tool in ("hasher", POOLED) and c.verdict not in (REFERENCE, ONLY_BASELINE, ONLY_CURRENT)]
+                  if c.tool in (HASHER, POOLED) and c.verdict not in (REFERENCE, ONLY_BASELINE, ONLY_CURRENT)]
         if not judged or any(v in UNDECIDED for v in verdicts):
             return 2
         if self.settings.inconclusive == "fail" and any(c.verdict == INCONCLUSIVE for c in judged):
@@ -153,7 +154,7 @@ class Report:
         instruction counts (CPU work, nearly deterministic), the behaviour counters (the I/O path),
         wall time; those that found a regression first, in that order of noise."""
         out = []
-        hashers = [c for c in self.comparisons if c.tool in ("hasher", POOLED)]
+        hashers = [c for c in self.comparisons if c.tool in (HASHER, POOLED)]
         for name, items, label in (("instructions", self.instructions, lambda c: c.variant),
                                    ("counters", self.counters, lambda c: f"{c.label}: {c.counter}"),
                                    ("wall time", hashers, lambda c: c.label)):
@@ -300,7 +301,7 @@ def compare(baseline: RunData, current: RunData, settings: Settings) -> Report:
         if label not in current.samples:
             report.comparisons.append(Comparison(label, _tool(baseline, label), ONLY_BASELINE,
                                                  baseline_n=len(baseline.samples[label]["raw"])))
-    if not any(c.tool == "hasher" and c.verdict not in (ONLY_CURRENT, ONLY_BASELINE) for c in report.comparisons):
+    if not any(c.tool == HASHER and c.verdict not in (ONLY_CURRENT, ONLY_BASELINE) for c in report.comparisons):
         report.notes.append("no hasher command is common to both runs: nothing to judge (exit 2)")
     last = (REFERENCE, ONLY_CURRENT, ONLY_BASELINE)  # judged commands first, in the run's order
     report.comparisons.sort(key=lambda c: last.index(c.verdict) + 1 if c.verdict in last else 0)

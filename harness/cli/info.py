@@ -11,15 +11,16 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from harness.catalog.tools import HASHER
 from harness.catalog.variants import variant_list
 from harness.conditions.spec import condition_overrides, plan_lines
-from harness.datasets.generate import describe, resolve_files
+from harness.datasets.generate import describe
 from harness.machine.sysinfo import human, sysinfo
 from harness.pipeline.config import ConfigError, load_config
 from harness.pipeline.earlier_runs import learn, this_machine
 from harness.pipeline.estimate import estimate, estimate_execution_s, format_duration
 from harness.pipeline.option_probe import HasherRejects, check_hashers
-from harness.pipeline.plan import build_plan
+from harness.pipeline.plan import build_plan, resolve_files
 from harness.pipeline.run_request import LONG_PLAN_S, Options, apply_overrides
 from harness.units import format_size
 from harness.catalog.knobs import load_knobs, markdown_table, terminal_view
@@ -33,7 +34,7 @@ def cmd_plan(a: argparse.Namespace) -> int:
     plan = build_plan(config, files)
     learned = learn(Path(a.out), this_machine(files[0].path))
     est = estimate(plan, config, learned)
-    missing = sorted({c.argv[0] for c in plan.commands if c.tool == "hasher" and not Path(c.argv[0]).is_file()})
+    missing = sorted({c.argv[0] for c in plan.commands if c.tool == HASHER and not Path(c.argv[0]).is_file()})
     if missing:
         plan.notes.append(f"hasher options not checked: {missing[0]} is not built (make)")
     else:

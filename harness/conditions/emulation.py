@@ -15,6 +15,7 @@ one of ours by its path (a planted state file cannot point the cleanup elsewhere
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -23,7 +24,7 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,10 @@ from harness.conditions.confine import Confinement
 from harness.conditions.spec import SIMD_CPU_FLAGS, Condition, cpu_flags, usable_cpus
 from harness.datasets.dataset import Dataset, tree_files
 from harness.machine import state as statemod
-from harness.pipeline.plan import RAM_DIR, Plan, ram_root
 from harness.units import format_size
 
 STATE_FILE = "conditions.json"
+RAM_DIR = "ram"  # where the RAM device is mounted
 BACKING_DIR = "ram-backing"
 BLKIO = Path("/sys/fs/cgroup/blkio")
 CGROUP_NAME = re.compile(r"ringsum-[0-9a-f]{8}-\d+")
@@ -66,10 +67,10 @@ def whole_disk(path: str) -> tuple[int, int] | None:
     return int(major), int(minor)
 
 
-def check_machine(plan: Plan) -> None:
-    """A condition the machine cannot provide is an error naming it, before anything runs."""
-    conds = plan.conditions
-    sources = [d for d in plan.datasets if not d.copy_of]
+def check_machine(conds: list[Condition], datasets: list[Dataset], programs: Iterable[tuple[Condition, str]]) -> None:
+    """A condition the machine cannot provide is an error naming it, before anything runs: a plan's
+    conditions, datasets and each command's program under its condition (Plan.programs)."""
+    sources = [d for d in datasets if not d.copy_of]
     needs_root = [c for c in conds if c.read_cap or c.device == "ram"]
     if needs_root and os.geteuid() != 0:
         raise EmulationError(f"condition {needs_root[0].name}: read caps and the RAM device need root")
@@ -101,9 +102,9 @@ def check_machine(plan: Plan) -> None:
         if not set(SIMD_CPU_FLAGS[c.simd]) <= flags:
             raise EmulationError(f"condition {c.name}: this CPU has no {c.simd.upper()}: "
                                  f"simd {c.simd!r} would run a lower level's code")
-    for cmd in plan.commands:
-        if cmd.condition.simd != "full" and not os.access(cmd.argv[0], os.X_OK):
-            raise EmulationError(f"condition {cmd.condition.name}: {cmd.argv[0]} is missing; build the "
+    for cond, program in programs:
+        if cond.simd != "full" and not os.access(program, os.X_OK):
+            raise EmulationError(f"condition {cond.name}: {program} is missing; build the "
                                  "SIMD levels with `make simd`")
 
 
@@ -112,6 +113,18 @@ def _mem_available() -> int:
         if line.startswith("MemAvailable:"):
             return int(line.split()[1]) * 1024
     return 0
+
+
+def ram_root() -> Path:
+    return statemod.state_dir().absolute() / RAM_DIR
+
+
+def ram_copies(files: list[Dataset]) -> dict[str, Dataset]:
+    """Each dataset's copy on the RAM device, by the original's path: <state>/ram/<index>/<name>."""
+    root = ram_root()
+    return {f.path: dataclasses.replace(f, path=str(root / str(i) / Path(f.path).name), generate=False,
+                                        owned=False, copy_of=f.path, label=f.name)
+            for i, f in enumerate(files)}
 
 
 def ram_image_size(sources: list[Dataset]) -> int:
@@ -244,17 +257,19 @@ class Environment:
         self.record = Record(self.state / STATE_FILE)
         self.confinements: dict[str, Confinement] = {}
 
-    def start(self, plan: Plan) -> None:
-        check_machine(plan)
-        makes = any(c.read_cap or c.device == "ram" for c in plan.conditions)
+    def start(self, conds: list[Condition], datasets: list[Dataset], programs: Iterable[tuple[Condition, str]]) -> None:
+        """A plan's conditions made, as check_machine takes them."""
+        check_machine(conds, datasets, programs)
+        makes = any(c.read_cap or c.device == "ram" for c in conds)
         if makes and self.record.path.exists():  # clean_leftovers left it: its owner is alive
             raise EmulationError(f"another run uses the conditions' state in {self.state} (see "
                                  f"{self.record.path}); wait for it, or give this one its own RINGSUM_STATE_DIR")
-        copies = [d for d in plan.datasets if d.copy_of]
-        loop = self._ram_device(plan, copies) if copies else None
+        sources = [d for d in datasets if not d.copy_of]
+        copies = [d for d in datasets if d.copy_of]
+        loop = self._ram_device(sources, copies) if copies else None
         cpus = usable_cpus()
-        for i, cond in enumerate(plan.conditions):
-            cgroups = (str(self._capped(cond, i, plan, loop) / "cgroup.procs"),) if cond.read_cap else ()
+        for i, cond in enumerate(conds):
+            cgroups = (str(self._capped(cond, i, sources, loop) / "cgroup.procs"),) if cond.read_cap else ()
             self.confinements[cond.name] = Confinement(cgroups, tuple(cpus[:cond.cores]) if cond.cores else ())
 
     def confinement(self, cond: Condition) -> Confinement:
@@ -265,18 +280,18 @@ class Environment:
             _remove(m["kind"], m["path"], self.log)
         self.record.clear()
 
-    def _capped(self, cond: Condition, index: int, plan: Plan, loop: tuple[int, int] | None) -> Path:
+    def _capped(self, cond: Condition, index: int, sources: list[Dataset], loop: tuple[int, int] | None) -> Path:
         cg = BLKIO / f"ringsum-{self.record.owner[1][:8]}-{index}"
         self.record.add("cgroup", str(cg))
         cg.mkdir()
-        devices = {loop} if cond.device == "ram" else {whole_disk(d.path) for d in plan.datasets if not d.copy_of}
+        devices = {loop} if cond.device == "ram" else {whole_disk(d.path) for d in sources}
         for dev in sorted(d for d in devices if d):
             (cg / "blkio.throttle.read_bps_device").write_text(f"{dev[0]}:{dev[1]} {cond.read_cap}\n")
         return cg
 
-    def _ram_device(self, plan: Plan, copies: list[Dataset]) -> tuple[int, int]:
+    def _ram_device(self, datasets: list[Dataset], copies: list[Dataset]) -> tuple[int, int]:
         """tmpfs -> image -> loop (direct I/O) -> ext4 -> mounted at <state>/ram, the datasets copied in."""
-        sources = {d.path: d for d in plan.datasets if not d.copy_of}
+        sources = {d.path: d for d in datasets}
         size = ram_image_size(list(sources.values()))
         backing, mnt = self.state / BACKING_DIR, ram_root()
         for d in (backing, mnt):

@@ -138,10 +138,6 @@ def write_list(root: str, out: Path) -> tuple[int, int]:
     return n, total
 
 
-def read_list(path: Path) -> list[str]:
-    return [os.fsdecode(p) for p in path.read_bytes().split(b"\0") if p]
-
-
 def manifest_lines(text: str) -> list[str] | None:
     """The hash lines of a command's output, sorted; None if a line is not "<64 hex>  <name>"."""
     lines = [ln for ln in text.split("\n") if ln]

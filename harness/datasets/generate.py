@@ -15,7 +15,6 @@ complete, generated again when it is not as its recipe makes it.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import secrets
@@ -24,7 +23,6 @@ from pathlib import Path
 from typing import Callable
 
 from harness.datasets.dataset import TREE, Dataset, TreeRecipe, tree_shape
-from harness.pipeline.config_schema import Config
 from harness.units import format_size
 
 
@@ -36,24 +34,8 @@ def owned_name(size: int) -> str:
     return f"ringsum-{format_size(size)}.bin"
 
 
-def resolve_files(config: Config, file: str | None, size: int | None, dir_: str | None) -> list[Dataset]:
-    """--file/--size/--dir override the config's [[datasets]], run.file and run.file_size."""
-    if size is not None and size <= 0:
-        raise FileError("--size must be at least 1 byte")
-    if file:
-        return [_users_path(Path(file), size)]
-    d = Path(dir_) if dir_ else config.data_dir()
-    if size is not None:
-        return [_owned_file(d, size)]
-    if config.datasets:
-        return [dataclasses.replace(_users_path(Path(x.path), None) if x.path else _owned_tree(d, x.name, x.recipe),
-                                    label=x.name) for x in config.datasets]
-    if config.run.files:
-        return [_users_path(Path(f), None) for f in config.run.files]
-    return [_owned_file(d, n) for n in config.run.file_sizes]
-
-
-def _users_path(path: Path, want: int | None) -> Dataset:
+def users_path(path: Path, want: int | None) -> Dataset:
+    """A file or tree the user named, read and never written; with `want` (--size), a file made when missing."""
     path = path.expanduser().absolute()
     if path.is_dir() and not path.is_symlink():
         if want is not None:
@@ -72,7 +54,8 @@ def _users_tree(path: Path) -> Dataset:
     return Dataset(str(path), total, kind=TREE, files=files)
 
 
-def _owned_tree(d: Path, name: str, recipe: TreeRecipe | None) -> Dataset:
+def owned_tree(d: Path, name: str, recipe: TreeRecipe | None) -> Dataset:
+    """ringsum's own tree of a [[datasets]] recipe, in the data directory `d`."""
     assert recipe is not None
     path = (d.expanduser() / f"ringsum-tree-{name}-{recipe.ident()}").absolute()
     return Dataset(str(path), sum(recipe.sizes()), kind=TREE, files=recipe.files, generate=True, owned=True,
@@ -95,7 +78,8 @@ def _users_file(path: Path, want: int | None) -> Dataset:
     return Dataset(str(path), n)
 
 
-def _owned_file(d: Path, size: int) -> Dataset:
+def owned_file(d: Path, size: int) -> Dataset:
+    """ringsum's own file of `size` bytes, in the data directory `d`."""
     return Dataset(str((d.expanduser() / owned_name(size)).absolute()), size, generate=True, owned=True)
 
 

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from harness.catalog.tools import HASHER
 from harness.check import decide
 from harness.check import load as check_load
 from harness.history.revisions import Repository, Revision, RevisionError
@@ -78,7 +79,7 @@ class Outcome:
 def _overall(report: decide.Report) -> decide.Comparison | None:
     """What decides a build as a whole: all hashers pooled, or the one hasher when there is one."""
     pooled = next((c for c in report.comparisons if c.tool == decide.POOLED), None)
-    hashers = [c for c in report.comparisons if c.tool == "hasher" and "paired" in c.estimates]
+    hashers = [c for c in report.comparisons if c.tool == HASHER and "paired" in c.estimates]
     return pooled or (hashers[0] if len(hashers) == 1 else None)
 
 

@@ -81,7 +81,7 @@ from harness.catalog.knobs import KnobsError, flags_on_by_default, hasher_knobs,
 from harness.conditions.spec import ConditionError, grid_from_table
 from harness.pipeline.config_schema import (BASELINE_TOOLS, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, ConfigError, Constraint,
                                    DatasetDecl, Group, Nominal, RunSettings)
-from harness.catalog.tools import TOOL_LIST, TOOLS
+from harness.catalog.tools import HASHER, TOOLS, TOOL_LIST
 from harness.catalog.variants import VARIANTS
 from harness.datasets.dataset import TreeRecipe
 from harness.config_values import Parser, boolean, buffers, count, fraction, posint, positive, show, size, string
@@ -180,13 +180,13 @@ def _parse_constraint(ctx: _Ctx, text: Any, key: str, knobs: dict[str, Any]) -> 
 
 
 def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_name: str) -> Group:
-    knobs = ctx.hasher_knobs() if kind == "hasher" else TOOLS[kind].knobs
+    knobs = ctx.hasher_knobs() if kind == HASHER else TOOLS[kind].knobs
     common = {"name", "exclude", "constraints"}
-    extra = {"variant", "path", "style", "trace"} if kind == "hasher" else set()
+    extra = {"variant", "path", "style", "trace"} if kind == HASHER else set()
     ctx.check_keys(table, key, set(knobs) | common | extra)
 
     variant, path, style, trace = kind, None, "options", True
-    if kind == "hasher":
+    if kind == HASHER:
         if "variant" not in table:
             raise ctx.err(f"{key}.variant", f"missing (e.g. {VARIANTS[0] if VARIANTS else 'uring_b3sum'!r})")
         variant = table["variant"]
@@ -213,12 +213,12 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
     grid = {}
     for knob, (parse, default) in knobs.items():
         grid[knob] = ctx.values(table[knob], f"{key}.{knob}", parse) if knob in table else default
-    for k in flags_on_by_default(load_knobs(), variant) if kind == "hasher" and style == "options" else ():
+    for k in flags_on_by_default(load_knobs(), variant) if kind == HASHER and style == "options" else ():
         if k.name in table and False in grid[k.name]:  # off would be the same command again, under a new label
             raise ctx.err(f"{key}.{k.name}", f"{variant} has {k.option} on by default and no option turns it off: "
                                              f"false would run the same command as true (leave {k.name} out)")
         grid[k.name] = (True,)  # as it runs, so the row records it
-    if kind == "hasher" and style == "positional":
+    if kind == HASHER and style == "positional":
         for bs in grid["block_size"]:
             if bs % 1024:
                 raise ctx.err(f"{key}.block_size", f"positional style needs whole KiB, got {bs}")
@@ -348,7 +348,7 @@ def parse_config(text: str, path: str) -> Config:
         raise ctx.err("hashers", "expected an array of tables ([[hashers]])")
     for i, h in enumerate(hashers):
         key = f"hashers[{i}]"
-        groups.append(_parse_group(ctx, "hasher", ctx.table(h, key), key, ""))
+        groups.append(_parse_group(ctx, HASHER, ctx.table(h, key), key, ""))
 
     commands = raw.get("commands", [])
     if not isinstance(commands, list):

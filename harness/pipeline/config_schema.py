@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.catalog.tools import TOOLS
+from harness.catalog.tools import HASHER, TOOLS
 from harness.catalog.variants import REPO_ROOT, default_bin_dir
 from harness.conditions.spec import ConditionGrid
 from harness.datasets.dataset import TreeRecipe
@@ -51,7 +51,7 @@ class Constraint:
 class Group:
     """One group of commands: a hasher sweep or a baseline tool with its grid."""
 
-    kind: str  # "hasher" or a baseline tool name
+    kind: str  # HASHER (harness/catalog/tools.py) or a baseline tool name
     name: str
     variant: str  # hasher binary name, or the tool name
     grid: dict[str, tuple[Any, ...]]
@@ -175,7 +175,7 @@ def with_baseline_build(config: Config, bin_dir: str | Path) -> Config:
     directory = Path(bin_dir).absolute()
     twins = []
     for g in config.groups:
-        if g.kind != "hasher":
+        if g.kind != HASHER:
             continue
         name = g.name if g.path else g.variant
         binary = directory / (Path(g.path).name if g.path else g.variant)

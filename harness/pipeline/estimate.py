@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from harness.catalog.tools import REFERENCE_HASH, TOOLS, tools_with
+from harness.catalog.tools import HASHER, REFERENCE_HASH, TOOLS, tools_with
 from harness.catalog.variants import variant as registered_variant
 from harness.pipeline.config_schema import Config
 from harness.pipeline.earlier_runs import Learned
@@ -25,7 +25,7 @@ RAM_READ_BPS = 8e9  # a cached file, or a cold one on the RAM device: a memory c
 def _threads_used(c: Command, cores: int) -> int:
     if c.tool in tools_with(REFERENCE_HASH):
         return c.num_threads or cores
-    registered = registered_variant(c.variant) if c.tool == "hasher" else None
+    registered = registered_variant(c.variant) if c.tool == HASHER else None
     if registered and registered.parallel:
         return cores
     return 1
@@ -46,7 +46,7 @@ def estimate_execution_s(c: Command, cache: str, config: Config, cores: int | No
     read = c.file_size / read_Bps + (c.files - 1) * (PER_FILE_COLD_S if cache == "cold" else PER_FILE_WARM_S)
     if c.hashes:
         hash_s = c.file_size / (nom.hash_per_core_Bps * min(_threads_used(c, cores), cores))
-        return max(read, hash_s) if (c.tool == "hasher" or cache == "warm") else read + hash_s * 0.2
+        return max(read, hash_s) if (c.tool == HASHER or cache == "warm") else read + hash_s * 0.2
     tool = TOOLS.get(c.tool)
     if tool and tool.hash_Bps:
         return max(read, c.file_size / tool.hash_Bps)

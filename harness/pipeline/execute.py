@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.catalog.fio_output import FioError, parse_fio_file
-from harness.catalog.tools import LIMIT_READER, SELF_TIMED, TOOL_LIST, tools_with
+from harness.catalog.tools import HASHER, LIMIT_READER, SELF_TIMED, TOOL_LIST, tools_with
 from harness.conditions.confine import Confinement
 from harness.conditions.spec import Condition
 from harness.machine import page_cache as cachemod
@@ -140,7 +140,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
         settle = CAPPED_SETTLE_S if cmd.condition.read_cap else 0.0
         argv += ["--prepare", prepare_argv(state.python, cmd.file, prep_log, cache, settle)]
     words = cmd.argv_with(str(fio_path), state.fio_files.get(cmd.file, cmd.file), state.refs[cmd.file].file_list)
-    if cmd.tool == "hasher" and cmd.extra != "positional" and effective.reports_effective(words[0]):
+    if cmd.tool == HASHER and cmd.extra != "positional" and effective.reports_effective(words[0]):
         words = effective.with_effective(words, report)
     argv.append(shlex.join(words))
     started = utcnow()

@@ -14,6 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from harness.catalog.tools import HASHER
 from harness.machine.processes import run_group
 from harness.pipeline.plan import Plan
 
@@ -31,7 +32,7 @@ def check_hashers(plan: Plan, timeout_s: float = PROBE_TIMEOUT_S) -> int:
     Raises HasherRejects with the first refusal."""
     commands = {}
     for c in plan.commands:
-        if c.tool == "hasher":
+        if c.tool == HASHER:
             commands.setdefault(tuple(a for a in c.argv if a != c.file), c)
     if not commands:
         return 0

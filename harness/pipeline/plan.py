@@ -11,18 +11,19 @@ from pathlib import Path
 from typing import Any
 
 from harness.catalog.knobs import Knob, load_knobs, switched_on
-from harness.catalog.tools import (B3SUM_OUTPUT, COMMAND, FIO_FILE, FIO_JSON, READER, REFERENCE_HASH, SELF_TIMED, TOOLS,
-                                   find_tool, the_tool, tools_with)
+from harness.catalog.tools import (B3SUM_OUTPUT, COMMAND, FIO_FILE, FIO_JSON, HASHER, READER, REFERENCE_HASH, SELF_TIMED,
+                                   TOOLS, find_tool, the_tool, tools_with)
 from harness.catalog.variants import variant as registered_variant
+from harness.conditions.emulation import ram_copies
 from harness.conditions.spec import Condition, simd_b3sum, simd_bin_dir
 from harness.datasets.dataset import LIST_PLACEHOLDER, Dataset
-from harness.machine import state as statemod
+from harness.datasets.generate import FileError, owned_file, owned_tree, users_path
 from harness.pipeline.config_schema import BASELINE_PREFIX, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, Group
 from harness.config_values import Buffers, buffers
 from harness.units import format_size
 
 TRACE = "{TRACE}"  # the word after a hasher's --trace, replaced by the trace file's path
-HASHING_TOOLS = ("hasher", *tools_with(B3SUM_OUTPUT))  # their stdout is b3sum-format and is checked
+HASHING_TOOLS = (HASHER, *tools_with(B3SUM_OUTPUT))  # their stdout is b3sum-format and is checked
 BLAKE3_GROUP = "blake3-in-memory"
 
 
@@ -106,6 +107,11 @@ class Plan:
     def traced_executions(self) -> int:
         return sum(1 for c in self.commands if c.trace_argv)
 
+    @property
+    def programs(self) -> list[tuple[Condition, str]]:
+        """Each command's condition and the program it runs, for harness/conditions/emulation.py."""
+        return [(c.condition, c.argv[0]) for c in self.commands]
+
 
 def hasher_binary(config: Config, group: Group) -> Path:
     if group.path:
@@ -125,7 +131,7 @@ def _expand_grid(group: Group) -> list[dict[str, Any]]:
         knobs = dict(zip(keys, combo))
         if any(all(knobs[k] in vals for k, vals in rule.items()) for rule in group.exclude):
             continue
-        if group.kind == "hasher":
+        if group.kind == HASHER:
             # constraints see the resolved buffer count
             resolved = dict(knobs, buffers=knobs["buffers"].resolve(knobs["queue_depth"]))
         else:
@@ -140,7 +146,7 @@ def effective_key(c: Command) -> tuple | None:
     """What a built variant will run with: each knob its variant acts on, at the value given or, for
     a `defaults` group, the variant's own default, and a flag the variant has on as on. Two
     commands with the same key are one configuration under two labels (None: not a built hasher)."""
-    if c.tool != "hasher" or c.extra == "positional" or registered_variant(c.variant) is None:
+    if c.tool != HASHER or c.extra == "positional" or registered_variant(c.variant) is None:
         return None
     given = c.knob_values()
     out = []
@@ -204,7 +210,7 @@ def _hasher_command(config: Config, group: Group, knobs: dict[str, Any], common:
         # A group with its own binary is told apart from the built variant by its name.
         label = " ".join([group.name if group.path else group.variant, *words])
         extra = ""
-    return Command(label=label + tag, slug="", tool="hasher", variant=group.variant, argv=tuple(argv),
+    return Command(label=label + tag, slug="", tool=HASHER, variant=group.variant, argv=tuple(argv),
                    block_size=values["block_size"], queue_depth=values["queue_depth"], buffers=values["buffers"],
                    direct=values["direct"], knobs={name: values[name] for name in table.own}, extra=extra,
                    trace_argv=tuple([prog, *opts, *walk, "--trace", TRACE, "--", file]) if group.trace else None,
@@ -229,7 +235,7 @@ def _commands_for(config: Config, group: Group, knobs: dict[str, Any], d: Datase
     """The group's command for one point of its grid on one dataset; None: the tool cannot read it
     (dd or fio and a tree, parallel cat and one file)."""
     common: dict[str, Any] = dict(group=group.name, file=d.path, file_size=d.size, files=d.files)
-    if group.kind == "hasher":
+    if group.kind == HASHER:
         return _hasher_command(config, group, knobs, common, tag, d.is_tree)
     if group.kind == "command":
         return _custom_command(group, knobs, common, tag)
@@ -256,33 +262,36 @@ def blake3_groups(config: Config) -> list[Group]:
                   grid={"num_threads": missing, "no_mmap": (False,)}, key="(added for warm mode)")]
 
 
-RAM_DIR = "ram"  # in the state directory: where the RAM device is mounted (harness/conditions/emulation.py)
-
-
-def ram_root() -> Path:
-    return statemod.state_dir().absolute() / RAM_DIR
-
-
-def ram_copies(files: list[Dataset]) -> dict[str, Dataset]:
-    """Each dataset's copy on the RAM device, by the original's path: <state>/ram/<index>/<name>."""
-    root = ram_root()
-    return {f.path: dataclasses.replace(f, path=str(root / str(i) / Path(f.path).name), generate=False,
-                                        owned=False, copy_of=f.path, label=f.name)
-            for i, f in enumerate(files)}
-
-
 def _under(config: Config, c: Command, group: Group, cond: Condition, tag: str) -> Command:
     """The command as it runs under a condition: the SIMD level's build of BLAKE3's programs."""
     label = c.label + tag
-    if cond.simd == "full" or c.tool not in ("hasher", *tools_with(REFERENCE_HASH)):
+    if cond.simd == "full" or c.tool not in (HASHER, *tools_with(REFERENCE_HASH)):
         return dataclasses.replace(c, label=label, condition=cond)
-    if c.tool == "hasher" and group.path:
+    if c.tool == HASHER and group.path:
         raise PlanError(f"group {group.name!r}: simd {cond.simd!r} needs the hashers `make simd` builds, "
                         f"not the binary {group.path}")
-    prog = (str(simd_bin_dir(config.bin_dir(), cond.simd) / group.variant) if c.tool == "hasher"
+    prog = (str(simd_bin_dir(config.bin_dir(), cond.simd) / group.variant) if c.tool == HASHER
             else simd_b3sum(c.argv[0], cond.simd))
     trace = (prog, *c.trace_argv[1:]) if c.trace_argv else None
     return dataclasses.replace(c, label=label, condition=cond, argv=(prog, *c.argv[1:]), trace_argv=trace)
+
+
+def resolve_files(config: Config, file: str | None, size: int | None, dir_: str | None) -> list[Dataset]:
+    """The datasets a run reads (harness/datasets/generate.py says whose they are): --file/--size/--dir
+    override the config's [[datasets]], run.file and run.file_size."""
+    if size is not None and size <= 0:
+        raise FileError("--size must be at least 1 byte")
+    if file:
+        return [users_path(Path(file), size)]
+    d = Path(dir_) if dir_ else config.data_dir()
+    if size is not None:
+        return [owned_file(d, size)]
+    if config.datasets:
+        return [dataclasses.replace(users_path(Path(x.path), None) if x.path else owned_tree(d, x.name, x.recipe),
+                                    label=x.name) for x in config.datasets]
+    if config.run.files:
+        return [users_path(Path(f), None) for f in config.run.files]
+    return [owned_file(d, n) for n in config.run.file_sizes]
 
 
 def build_plan(config: Config, files: list[Dataset]) -> Plan:

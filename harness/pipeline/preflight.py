@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.catalog.tools import COMMAND, READER, REFERENCE_HASH, find_tool, the_tool
+from harness.catalog.tools import COMMAND, HASHER, READER, REFERENCE_HASH, find_tool, the_tool
 from harness.datasets.dataset import Dataset, manifest_difference, manifest_digest, write_list
 from harness.machine import page_cache as cachemod
 from harness.machine.processes import run_group
@@ -25,7 +25,7 @@ class SetupError(Exception):
 def required_tools(plan: Plan) -> dict[str, str]:
     """name -> executable for every tool the plan needs (hyperfine, and the reference hash for the digests)."""
     reference = the_tool(REFERENCE_HASH)
-    need = {"hyperfine", reference} | {c.tool for c in plan.commands if c.tool not in ("hasher", READER, COMMAND)}
+    need = {"hyperfine", reference} | {c.tool for c in plan.commands if c.tool not in (HASHER, READER, COMMAND)}
     out = {}
     for name in sorted(need):
         p = find_tool(name)
@@ -55,13 +55,13 @@ def check_fio_engines(fio: str, engines: list[str]) -> None:
 def check_binaries(plan: Plan) -> None:
     for c in plan.commands:
         exe = Path(c.argv[0])
-        if c.tool == "hasher" and not (exe.is_file() and os.access(exe, os.X_OK)):
+        if c.tool == HASHER and not (exe.is_file() and os.access(exe, os.X_OK)):
             raise SetupError(f"hasher binary {exe} not found or not executable; run `make` "
                              "(or set RINGSUM_BIN_DIR / --bin-dir / path = ...)")
         if c.tool in (READER, COMMAND) and not (exe.is_file() and os.access(exe, os.X_OK)):
             raise SetupError(f"group {c.group}: {exe} not found or not executable (argv[0] is looked up "
                              "in .tools/bin, then on PATH)")
-        if c.tool != "hasher" and not (exe.is_file() and os.access(exe, os.X_OK)):
+        if c.tool != HASHER and not (exe.is_file() and os.access(exe, os.X_OK)):
             raise SetupError(f"{c.tool} not found ({exe}); run `make deps`")
 
 

@@ -28,7 +28,6 @@ from typing import Any, TextIO
 from harness.catalog.knobs import KnobsError, load_knobs
 from harness.conditions import emulation
 from harness.datasets.dataset import Dataset
-from harness.datasets.generate import resolve_files
 from harness.machine import page_cache as cachemod
 from harness.machine import settings as system
 from harness.machine import signals
@@ -48,7 +47,7 @@ from harness.progress import Progress, log
 from harness.pipeline.run_directory import (append_csv_row, finish, finished_at, prepare_new_run,
                             prepare_resume, read_trace_index, record_settings, stopped)
 from harness.machine.signals import EndingSignals, ending_signals_raise
-from harness.catalog.tools import SELF_TIMED, tools_with
+from harness.catalog.tools import HASHER, SELF_TIMED, tools_with
 
 MIN_FREE_BYTES = 1 << 20  # below this, results (raw files, rows) may be cut short: stop the sweep
 
@@ -65,7 +64,7 @@ def check_space(run_dir: Path) -> None:
 
 def _knob_columns(plan: Plan) -> list[str]:
     """runs.csv's hasher knob columns: the plan's hashers', else the built table's, else none."""
-    hasher = next((c for c in plan.commands if c.tool == "hasher"), None)
+    hasher = next((c for c in plan.commands if c.tool == HASHER), None)
     if hasher:
         return list(hasher.knobs)
     try:

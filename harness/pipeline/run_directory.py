@@ -11,10 +11,11 @@ import secrets
 import socket
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness import stats
 from harness.catalog.tools import REFERENCE_HASH, the_tool
+from harness.conditions.emulation import Environment, ram_root
 from harness.conditions.spec import Condition
 from harness.datasets.dataset import Dataset
 from harness.datasets.generate import ensure_dataset
@@ -23,15 +24,12 @@ from harness.pipeline import results as res
 from harness.pipeline import verdict
 from harness.pipeline.config import load_config
 from harness.pipeline.execute import RunState
-from harness.pipeline.plan import Command, Plan, ram_root, round_orders
+from harness.pipeline.plan import Command, Plan, round_orders
 from harness.pipeline.preflight import (Reference, SetupError, check_binaries, check_cache_mode, dataset_reference,
                                required_tools)
 from harness.pipeline.results import iso, utcnow
 from harness.pipeline.run_request import Options, Validated
 from harness.progress import log
-
-if TYPE_CHECKING:
-    from harness.conditions.emulation import Environment
 
 
 def host_name() -> str:
@@ -92,7 +90,7 @@ def prepare_new_run(opts: Options, v: Validated, env: Environment) -> RunState:
     config, files, plan, tools = v.config, v.files, v.plan, v.tools
     for f in files:
         ensure_dataset(f, log)
-    env.start(plan)
+    env.start(plan.conditions, plan.datasets, plan.programs)
 
     run_dir = new_run_dir(Path(opts.out))
     (run_dir / "config.toml").write_text(opts.config_text if opts.config_text is not None
@@ -161,7 +159,7 @@ def prepare_resume(opts: Options, env: Environment) -> RunState | None:
                              f"{ram_root()}: resume it with the RINGSUM_STATE_DIR it was started with")
         if not f.copy_of and not f.is_tree and (not Path(f.path).is_file() or Path(f.path).stat().st_size != f.size):
             raise SetupError(f"test file {f.path} is missing or changed size since the run started")
-    env.start(plan)
+    env.start(plan.conditions, plan.datasets, plan.programs)
     ref = _references(tools[the_tool(REFERENCE_HASH)], files, run_dir, config.run.timeout_s)
     for f, saved_file in zip(files, meta["files"]):
         if ref[f.path].digest != saved_file["b3sum"]:

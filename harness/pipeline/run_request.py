@@ -12,13 +12,12 @@ from typing import Any
 from harness.catalog.knobs import KnobsError, load_knobs
 from harness.conditions import emulation
 from harness.datasets.dataset import Dataset
-from harness.datasets.generate import resolve_files
 from harness.pipeline import sequential
 from harness.pipeline.config import ConfigError, load_config, parse_config
 from harness.pipeline.config_schema import Config, with_baseline_build
 from harness.pipeline.estimate import estimate, format_duration
 from harness.pipeline.option_probe import HasherRejects, check_hashers
-from harness.pipeline.plan import Plan, build_plan
+from harness.pipeline.plan import Plan, build_plan, resolve_files
 from harness.pipeline.preflight import SetupError, check_binaries, check_cache_mode, check_paths, required_tools
 
 
@@ -100,7 +99,7 @@ def validate_new_run(opts: Options) -> Validated:
         check_cache_mode(config.run.probe_cache)
     tools = required_tools(plan)
     try:
-        emulation.check_machine(plan)
+        emulation.check_machine(plan.conditions, plan.datasets, plan.programs)
     except emulation.EmulationError as e:
         raise SetupError(str(e)) from None
     check_binaries(plan)

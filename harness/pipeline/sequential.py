@@ -8,7 +8,7 @@ number of looks is fixed before the first round (`looks`: after the config's rou
 every `step` more, up to `max_rounds`) and every look decides at the stricter confidence
 1 - 5%/looks (Bonferroni over the looks: the chance that any look is wrong stays at most 5%,
 whether or not the run stops early). The regression check's power study does the same kind of
-check on real rounds: tests/test_sequential.py and `python -m harness.pipeline.sequential_study`.
+check on real rounds: tests/test_sequential.py and `python -m analysis.sequential_study`.
 
 An added round runs, in a fresh shuffled order: the contenders (the fastest hasher and every one
 within noise of it at that confidence), the readers that have set the speed limit in some round
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import stats
-from harness.catalog.tools import REFERENCE_HASH, tools_with
+from harness.catalog.tools import HASHER, REFERENCE_HASH, tools_with
 from harness.pipeline import results as res
 from harness.pipeline import verdict
 from harness.pipeline.decision import Decision
@@ -77,7 +77,7 @@ def check_plan(plan: Any) -> None:
     if len(files) != 1 or len(plan.conditions) > 1:
         raise SequentialError(f"--until-decided decides one workload; this plan reads {len(files)} "
                               f"datasets in {len(plan.conditions)} conditions")
-    hashers = sum(c.tool == "hasher" for c in plan.commands)
+    hashers = sum(c.tool == HASHER for c in plan.commands)
     if hashers < 2 and not (hashers == 1 and any(c.tool in tools_with(REFERENCE_HASH) for c in plan.commands)):
         raise SequentialError("--until-decided needs two hashers or more, or a hasher and b3sum, to decide between")
 

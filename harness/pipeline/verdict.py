@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import stats
-from harness.catalog.tools import FIO_RANDOM, PLAIN_READ, READ_TOOLS, REFERENCE_HASH, SELF_TIMED, the_tool, tools_with
+from harness.catalog.tools import FIO_RANDOM, HASHER, PLAIN_READ, READ_TOOLS, REFERENCE_HASH, SELF_TIMED, the_tool, tools_with
 from harness.conditions import robust
 from harness.conditions.robust import condition_names, one_condition
 from harness.pipeline.decision import Decision, decide
@@ -316,7 +316,7 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
                 ratio = paired(times[label], h.limit.per_round)
                 if stats.outcome(ratio) == "faster":  # a median under 1 with 1 in its interval is at the limit
                     h.faster_than_limit.append(Versus(label, ratio))
-    hashers = fastest(times, [lbl for lbl, tool in tools.items() if tool == "hasher"])
+    hashers = fastest(times, [lbl for lbl, tool in tools.items() if tool == HASHER])
     h.decision = decide(times, [lbl for lbl, _ in hashers], confidence)
     if not hashers:
         return h
@@ -388,7 +388,7 @@ def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None,
         b3 = blake3_in_memory(runs)
         lines.append(f"BLAKE3 in memory:  single core {format_rate(b3['blake3_single_core_Bps'])}, "
                      f"all cores {format_rate(b3['blake3_all_core_Bps'])} (b3sum, mmap; not a limit)")
-    lines.append(f"best hasher:       {best(table['tool'] == 'hasher')}")
+    lines.append(f"best hasher:       {best(table['tool'] == HASHER)}")
     reference, plain = the_tool(REFERENCE_HASH), the_tool(PLAIN_READ)
     lines.append(f"{'best ' + reference + ':':<19}{best(table['tool'] == reference)}")
     lines.append(f"{plain + ':':<19}{best(table['tool'] == plain)}")
@@ -413,7 +413,7 @@ def robust_pick(runs: Any) -> robust.RobustPick | None:
     limits: dict[str, RoundTimes] = {}
     for cond in condition_names(runs):
         rows = one_file(one_condition(runs, cond))
-        hashers = set(rows[rows["tool"] == "hasher"]["label"].astype(str))
+        hashers = set(rows[rows["tool"] == HASHER]["label"].astype(str))
         times[cond] = {robust.configuration(k, cond): t for k, t in by_round(rows).items() if k in hashers}
         limit = speed_limit(rows)
         if limit:

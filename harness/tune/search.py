@@ -292,7 +292,7 @@ def preflight(space: Space) -> None:
     plan = build_plan(config, [space.file])
     required_tools(plan)
     try:
-        emulation.check_machine(plan)
+        emulation.check_machine(plan.conditions, plan.datasets, plan.programs)
     except emulation.EmulationError as e:
         raise TuneError(str(e)) from None
 

@@ -17,18 +17,17 @@ from typing import Any, Callable, Iterator
 import tomli_w
 
 from harness.catalog.knobs import load_knobs, switched_on
-from harness.catalog.tools import REFERENCE_HASH, tools_with
+from harness.catalog.tools import HASHER, REFERENCE_HASH, tools_with
 from harness.catalog.variants import REPO_ROOT, VariantsError, variant_list
 from harness.conditions import robust
 from harness.conditions.spec import Condition, ConditionGrid
 from harness.datasets.dataset import Dataset
-from harness.datasets.generate import resolve_files
 from harness.pipeline import results as res
 from harness.pipeline import verdict
 from harness.pipeline.config import load_config, parse_config
 from harness.pipeline.config_schema import Config
 from harness.pipeline.estimate import estimate
-from harness.pipeline.plan import Command, build_plan, knob_word
+from harness.pipeline.plan import Command, build_plan, knob_word, resolve_files
 from harness.pipeline.run import run
 from harness.pipeline.run_request import Options, apply_overrides
 from harness.progress import log
@@ -144,7 +143,7 @@ def load_space(path: str | os.PathLike[str], file: str | None = None, size: int 
                                                         conditions=conditions or {}))
     config = dataclasses.replace(config, run=dataclasses.replace(config.run, trace=False))
     for g in config.groups:
-        if g.kind == "hasher" and (g.path or g.style != "options"):
+        if g.kind == HASHER and (g.path or g.style != "options"):
             raise TuneError(f"{path}: {g.key}: tune needs built variants with options "
                             "(no `path`, no positional style)")
     files = resolve_files(config, file, size, dir_)
@@ -152,7 +151,7 @@ def load_space(path: str | os.PathLike[str], file: str | None = None, size: int 
         raise TuneError(f"{path}: tune needs exactly one dataset (a file or a tree), got {len(files)}; pass --file or --size")
     # the points are configurations; each stage runs them under every condition
     plan = build_plan(dataclasses.replace(config, conditions=ConditionGrid({})), files)
-    points = [c for c in plan.commands if c.tool == "hasher"]
+    points = [c for c in plan.commands if c.tool == HASHER]
     if not points:
         raise TuneError(f"{path}: no hasher commands to tune")
     if variants:
@@ -307,8 +306,8 @@ def read_stage(run_dir: Path) -> StageResult:
     first = verdict.one_condition(df)  # the speed limit and b3sum of the first condition
     b3sums = verdict.fastest(times, list(dict.fromkeys(first.loc[first["tool"].isin(tools_with(REFERENCE_HASH)), "label"])))
     return StageResult(
-        walls=walls, hasher_runs=int((df["tool"] == "hasher").sum()),
-        baseline_runs=int((df["tool"] != "hasher").sum()),
+        walls=walls, hasher_runs=int((df["tool"] == HASHER).sum()),
+        baseline_runs=int((df["tool"] != HASHER).sum()),
         elapsed_s=(finished - started).total_seconds() if started and finished else 0.0,
         run_dir=str(run_dir), times=times, limit=verdict.speed_limit(first),
         b3sum=b3sums[0][0] if b3sums else None,

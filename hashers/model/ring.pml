@@ -195,7 +195,7 @@ inline hash_block()
 	}
 }
 
-/* ring_hash.c's side-by-side pass: the run of available cells from the head on is hashed
+/* ring_consume.c's side-by-side pass: the run of available cells from the head on is hashed
  * at once (whole small files, each its own hasher: the C code hashes them side by side, the
  * model one after another), and ring_consume() then walks the head over them without hashing
  * them again (r->hashed_ahead, here ahead_left). Each cell is read in two steps, as in

@@ -9,7 +9,7 @@
 
 #define MAX_WORDS 64
 
-/* options.c prints --version and wisdom.c keys records by the SIMD degree; the real ones live in libblake3. */
+/* grammar_flags.c prints --version and wisdom.c keys records by the SIMD degree; the real ones live in libblake3. */
 const char *blake3_version(void) { return "fuzz"; }
 size_t blake3_simd_degree(void) { return 1; }
 

@@ -1,6 +1,6 @@
 """How often `--until-decided` names a winner that is not one: made-up A/A checks from real rounds.
 
-    python -m harness.pipeline.sequential_study RUN_DIR [--checks 2000] [--rounds 5] [--seed 1]
+    python -m analysis.sequential_study RUN_DIR [--checks 2000] [--rounds 5] [--seed 1]
 
 RUN_DIR is an A/A run: `ringsum run CONFIG --against COPY` where COPY is a copy of the same
 hasher binaries, so every hasher X runs beside `baseline:X`, an identical program, in the same
@@ -109,7 +109,7 @@ def study(run_dir: Path, checks: int, rounds: int, seed: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.pipeline.sequential_study", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m analysis.sequential_study", description=__doc__.split("\n")[0])
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("--checks", type=int, default=2000, help="made-up checks in all (default 2000)")
     ap.add_argument("--rounds", type=int, default=5, help="the rounds before the first look (default 5, quick.toml's)")

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Where the consumer's hashing runs: a block on one core or on every core,
- * and whole small files side by side. Which cells are hashed, and in what
- * order they are released, is ring.c's; nothing here changes a cell's state.
+ * The ring's consumer (ring.c has the protocol and the producer): it hashes
+ * the available cells in order, each block on one core or on every core, and
+ * whole small files side by side, and releases the cells to the producer. Its
+ * hashing state (hashed_ahead, hash_jobs, parallel_bytes) is set up and reset
+ * with the ring (ring_setup.c, ring_start()) and changed only here.
  */
 #include "faults.h"
 
@@ -19,7 +21,7 @@
 #define PARALLEL_HASH_MIN (256u << 10)
 #define SERIAL_PIECE (512u << 10)
 
-void hash_block(struct ring *r, struct cell *c)
+static void hash_block(struct ring *r, struct cell *c)
 {
 	struct cell *next = cell_of(r, r->consumer_head + 1);
 	bool adapts = r->cfg->hashing == HASH_WHEN_BEHIND && c->want >= PARALLEL_HASH_MIN;
@@ -62,7 +64,7 @@ static bool whole_small_file(const struct cell *c)
  * order as it does any cell. Returns how many cells from the head it hashed
  * (0: none, hash_block() goes on as before).
  */
-unsigned hash_side_by_side(struct ring *r)
+static unsigned hash_side_by_side(struct ring *r)
 {
 	unsigned run = 0, files = 0;
 
@@ -93,4 +95,45 @@ unsigned hash_side_by_side(struct ring *r)
 		r->parallel_bytes += c->want;
 	}
 	return run;
+}
+
+/*
+ * One consumer run hashes the available cells in order, at most one lap of
+ * the ring, so that a consumer the producer keeps feeding still leaves a trace
+ * row per lap. Completions are counted at the end of the run, so every one
+ * lands in some row. A file's last block finishes the file.
+ */
+unsigned ring_consume(struct ring *r)
+{
+	unsigned in_flight = ring_in_flight(r);
+	unsigned blocks = 0;
+
+	while (blocks < r->cfg->nr_cells && !ring_consumed_all(r)) {
+		struct cell *c = cell_of(r, r->consumer_head);
+
+		if (cell_state(c) != CELL_AVAILABLE)
+			break;
+		/* cells the side-by-side pass hashed already are only walked over */
+		if (!r->hashed_ahead)
+			r->hashed_ahead = hash_side_by_side(r);
+		if (r->hashed_ahead)
+			r->hashed_ahead--;
+		else if (!c->file_failed)
+			hash_block(r, c);
+		r->bytes_hashed += c->want;
+		if (c->last)
+			input_finish(r, c->input);
+		progress_tick(r);
+		atomic_store(&c->state, CELL_CONSUMED);
+		ring_wake_producer(r);
+		r->consumer_head++;
+		blocks++;
+	}
+	if (trace_on(&r->trace))
+		trace_consumer_run(&r->trace, in_flight,
+				   atomic_exchange_explicit(&r->reaped, 0, memory_order_relaxed),
+				   blocks, r->bytes_hashed,
+				   atomic_exchange_explicit(&r->in_flight_peak, ring_in_flight(r),
+							    memory_order_relaxed));
+	return blocks;
 }
