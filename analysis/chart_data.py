@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.patches import Patch
 
 from analysis.load import Run
+from harness.stats import paired_rounds
 from harness.catalog.tools import (COMMAND, HASHER, OTHER_HASH, PLAIN_READ, READ_TOOLS, READER, REFERENCE_HASH, TOOL_LIST,
                                    TOOLS, the_tool, tools_with)
 from harness.pipeline import decision
@@ -212,7 +213,7 @@ def hasher_stats(run: Run, file_size: int | None = None) -> tuple[pd.DataFrame, 
     for tool in REFERENCE_TOOLS:
         ref = reference(stats, tool)
         ref_times = times.get(str(ref["label"])) if ref is not None else None
-        estimates = [verdict.paired(times[lbl], ref_times) if ref_times and lbl in times else None
+        estimates = [paired_rounds(times[lbl], ref_times) if ref_times and lbl in times else None
                      for lbl in stats["label"].astype(str)]
         for column, part in (("ratio", "median"), ("low", "low"), ("high", "high")):
             stats[f"{tool}_{column}"] = [getattr(e, part) if e is not None and e.n else np.nan

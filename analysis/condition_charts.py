@@ -61,7 +61,7 @@ def chart_conditions(run: Run) -> Figure | Skip:
         times = verdict.by_round(rows)
         for label, config in labels.items():
             if limit and label in times:
-                cells[config, cond] = verdict.paired(times[label], limit.per_round).median
+                cells[config, cond] = stats.paired_rounds(times[label], limit.per_round).median
         ranked = verdict.fastest(times, list(labels))
         if ranked:
             best = ranked[0][0]

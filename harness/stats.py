@@ -102,6 +102,16 @@ def paired_ratio(a: Iterable[float], b: Iterable[float], confidence: float = CON
     return median_interval(a_[keep] / b_[keep], confidence)
 
 
+RoundTimes = dict[int, float]  # round -> seconds: a command's time in each round (its executions' median)
+
+
+def paired_rounds(a: RoundTimes, b: RoundTimes, confidence: float = CONFIDENCE) -> Estimate:
+    """a's time / b's time over the rounds both have, as a median with its interval: the one way
+    two commands of a run are compared (verdict, decision, the robust pick, tune, history)."""
+    rounds = sorted(set(a) & set(b))
+    return paired_ratio([a[r] for r in rounds], [b[r] for r in rounds], confidence)
+
+
 def _signed_rank_cdf(n: int) -> np.ndarray:
     """P(W <= w) for w = 0 .. n(n+1)/2, W the Wilcoxon signed-rank statistic of n values
     symmetric about zero (each rank counted with probability 1/2, independently)."""

@@ -20,7 +20,7 @@ from harness import stats
 from harness.conditions.spec import AS_IS
 from harness.units import format_rate
 
-RoundTimes = dict[int, float]
+RoundTimes = stats.RoundTimes
 
 
 def condition_names(runs: Any) -> list[str]:
@@ -103,19 +103,14 @@ def robust_pick(times: dict[str, dict[str, RoundTimes]],
         best_in[cond] = best
         for k in everywhere:
             limit = limits.get(cond)
-            cells.append(Cell(k, cond, _paired(times[cond][k], times[cond][best]),
-                              _paired(times[cond][k], limit) if limit else None))
+            cells.append(Cell(k, cond, stats.paired_rounds(times[cond][k], times[cond][best]),
+                              stats.paired_rounds(times[cond][k], limit) if limit else None))
     worst: dict[str, Cell] = {}
     for cell in cells:
         if cell.configuration not in worst or cell.vs_best.median > worst[cell.configuration].vs_best.median:
             worst[cell.configuration] = cell
     pick = min(everywhere, key=lambda k: (worst[k].vs_best.median, worst[k].vs_best.high, k))
     return RobustPick(pick, worst[pick].vs_best, worst[pick].condition, best_in, cells)
-
-
-def _paired(a: RoundTimes, b: RoundTimes) -> stats.Estimate:
-    rounds = sorted(set(a) & set(b))
-    return stats.paired_ratio([a[r] for r in rounds], [b[r] for r in rounds])
 
 
 def lines(file_size: int, headlines: list[tuple[str, Any]], pick: RobustPick | None) -> list[str]:

@@ -25,7 +25,7 @@ from typing import Any
 from harness import stats
 from harness.pipeline import results as res
 from harness.pipeline.config_schema import BASELINE_PREFIX
-from harness.pipeline.verdict import by_round, paired
+from harness.pipeline.verdict import by_round
 
 RECORD_JSON = "record.json"
 RUN = "run"
@@ -39,7 +39,7 @@ class StoreError(Exception):
 @dataclass
 class Point:
     """One command at one commit: its time / the reference build's in the same rounds, the median
-    of the per-round ratios with its interval (verdict.paired), and its own median time."""
+    of the per-round ratios with its interval (stats.paired_rounds), and its own median time."""
 
     ratio: float
     low: float
@@ -78,7 +78,7 @@ def points_of(run_dir: Path) -> dict[str, Point]:
             continue
         common = sorted(set(rounds) & set(twin))
         if common:
-            e = paired(rounds, twin)
+            e = stats.paired_rounds(rounds, twin)
             out[label] = Point(e.median, e.low, e.high, e.n, stats.median_interval(list(rounds.values())).median,
                                [rounds[r] / twin[r] for r in common])
     return out

@@ -31,7 +31,7 @@ RESOLUTION = 0.005  # a time ratio within 0.5% of 1: no number of rounds here is
 SHOWN = 4  # contenders named in the text (the JSON has them all)
 MAX_MORE = 10  # more than this many times the rounds so far: "many more", not a number to plan on
 
-RoundTimes = dict[int, float]
+RoundTimes = stats.RoundTimes
 
 
 @dataclass(frozen=True)
@@ -101,11 +101,6 @@ class Decision:
                 "more_rounds": self.more_rounds}
 
 
-def _paired(a: RoundTimes, b: RoundTimes, confidence: float) -> stats.Estimate:
-    rounds = sorted(set(a) & set(b))
-    return stats.paired_ratio([a[r] for r in rounds], [b[r] for r in rounds], confidence)
-
-
 def _log_ratios(a: RoundTimes, b: RoundTimes) -> list[float]:
     return [math.log(a[r] / b[r]) for r in sorted(set(a) & set(b)) if a[r] > 0 and b[r] > 0]
 
@@ -113,7 +108,7 @@ def _log_ratios(a: RoundTimes, b: RoundTimes) -> list[float]:
 def tied_with(times: dict[str, RoundTimes], best: str, labels: list[str]) -> dict[str, stats.Estimate]:
     """The labels (other than best) whose per-round ratio best/label has an interval containing 1
     at 95% (tune's finalists, the charts' shading)."""
-    ties = {lbl: _paired(times[best], times[lbl], stats.CONFIDENCE) for lbl in labels if lbl != best and lbl in times}
+    ties = {lbl: stats.paired_rounds(times[best], times[lbl]) for lbl in labels if lbl != best and lbl in times}
     return {lbl: r for lbl, r in ties.items() if stats.is_tie(r)}
 
 
@@ -155,7 +150,7 @@ def decide(times: dict[str, RoundTimes], hashers: list[str], confidence: float =
     winner = medians[0][1]
     if len(medians) == 1:
         return Decision("winner", rounds, confidence, winner, [winner], winner)
-    ratios = {h: _paired(times[winner], times[h], confidence) for _, h in medians[1:]}
+    ratios = {h: stats.paired_rounds(times[winner], times[h], confidence) for _, h in medians[1:]}
     # Too few rounds for a stricter confidence than one look's give [min, max] at less: not reached.
     reached = {h: confidence <= stats.CONFIDENCE or r.confidence >= confidence for h, r in ratios.items()}
     tied = [h for _, h in medians[1:] if not (ratios[h].n and ratios[h].high < 1.0 and reached[h])]

@@ -25,7 +25,7 @@ from harness.pipeline.decision import Decision, decide
 from harness.pipeline.results import command_stats, succeeded
 from harness.units import about_size, format_rate, format_size
 
-RoundTimes = dict[int, float]  # round -> seconds (the median of the round's executions)
+RoundTimes = stats.RoundTimes
 
 LIMIT_DEFINITION = ("per round, the fastest plain read of the file by any read-only command "
                     f"({', '.join(READ_TOOLS)}; fio by its own read runtime); the limit is the median "
@@ -51,12 +51,6 @@ def by_round(runs: Any) -> dict[str, RoundTimes]:
         if seconds == seconds:
             out.setdefault(str(label), {})[int(rnd)] = float(seconds)
     return out
-
-
-def paired(a: RoundTimes, b: RoundTimes, confidence: float = stats.CONFIDENCE) -> stats.Estimate:
-    """a's time / b's time, per round both have, as a median with its interval."""
-    rounds = sorted(set(a) & set(b))
-    return stats.paired_ratio([a[r] for r in rounds], [b[r] for r in rounds], confidence)
 
 
 def files_by_size(runs: Any) -> list[str]:
@@ -160,7 +154,7 @@ def limit_ratios(runs: Any) -> dict[str, stats.Estimate]:
         if limit is None:
             continue
         for label, times in by_round(rows).items():
-            out[label] = paired(times, limit.per_round)
+            out[label] = stats.paired_rounds(times, limit.per_round)
     return out
 
 
@@ -313,7 +307,7 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
     if h.limit:
         for label, tool in tools.items():
             if tool not in READ_TOOLS and label in times:
-                ratio = paired(times[label], h.limit.per_round)
+                ratio = stats.paired_rounds(times[label], h.limit.per_round)
                 if stats.outcome(ratio) == "faster":  # a median under 1 with 1 in its interval is at the limit
                     h.faster_than_limit.append(Versus(label, ratio))
     hashers = fastest(times, [lbl for lbl, tool in tools.items() if tool == HASHER])
@@ -325,10 +319,10 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
     mine = times[h.use]
     h.median = stats.median_interval(mine.values())
     if h.limit:
-        h.vs_limit = paired(mine, h.limit.per_round)
+        h.vs_limit = stats.paired_rounds(mine, h.limit.per_round)
     b3sums = fastest(times, [lbl for lbl, tool in tools.items() if tool in tools_with(REFERENCE_HASH)])
     if b3sums:
-        h.b3sum = Versus(b3sums[0][0], paired(mine, times[b3sums[0][0]], confidence))
+        h.b3sum = Versus(b3sums[0][0], stats.paired_rounds(mine, times[b3sums[0][0]], confidence))
     if len(hashers) > 1:
         d = h.decision  # the runner-up the decision names, at its confidence
         h.runner_up = Versus(d.runner_up, d.runner_up_ratio, not d.decided) if d.runner_up and d.runner_up_ratio else None

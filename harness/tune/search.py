@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from harness import progress
+from harness import progress, stats
 from harness.catalog.knobs import load_knobs, switched_on
 from harness.conditions import emulation
 from harness.pipeline import decision
@@ -269,8 +269,8 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
                    baseline_runs=sum(s["baseline_runs"] for s in book.stages), grid_runs=space.grid_runs,
                    grid_points=len(space.points), file_size=space.file.size, final_rounds=final.rounds,
                    speed_limit=r.limit.to_json() if r.limit else {},
-                   vs_limit=verdict.paired(mine, r.limit.per_round).to_json() if r.limit else None,
-                   vs_b3sum=(verdict.Versus(r.b3sum, verdict.paired(mine, r.times[r.b3sum])).to_json()
+                   vs_limit=stats.paired_rounds(mine, r.limit.per_round).to_json() if r.limit else None,
+                   vs_b3sum=(verdict.Versus(r.b3sum, stats.paired_rounds(mine, r.times[r.b3sum])).to_json()
                              if r.b3sum else None),
                    fingerprint_id=r.fingerprint_id, cuts=book.cuts,
                    robust=r.robust.to_json() if r.robust else None, robust_text=r.robust.text() if r.robust else "")

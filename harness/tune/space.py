@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator
 
 import tomli_w
 
+from harness import stats
 from harness.catalog.knobs import load_knobs, switched_on
 from harness.catalog.tools import HASHER, REFERENCE_HASH, tools_with
 from harness.catalog.variants import REPO_ROOT, VariantsError, variant_list
@@ -182,7 +183,7 @@ class StageResult:
     baseline_runs: int
     elapsed_s: float
     run_dir: str | None = None
-    times: dict[str, verdict.RoundTimes] = field(default_factory=dict)  # label -> round -> seconds, baselines too
+    times: dict[str, stats.RoundTimes] = field(default_factory=dict)  # label -> round -> seconds, baselines too
     limit: verdict.SpeedLimit | None = None
     b3sum: str | None = None  # the fastest b3sum command
     fingerprint_id: str | None = None
