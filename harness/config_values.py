@@ -69,6 +69,12 @@ def string(v: Any) -> str:
     return v
 
 
+def cache_mode(v: Any) -> str:
+    if v not in ("cold", "warm"):
+        raise ValueError(f'expected "cold" or "warm", got {show(v)}')
+    return str(v)
+
+
 def boolean(v: Any) -> bool:
     if not isinstance(v, bool):
         raise ValueError(f"expected true or false, got {show(v)}")

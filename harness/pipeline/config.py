@@ -80,7 +80,7 @@ from typing import Any, Callable
 from harness.catalog.knobs import KnobsError, flags_on_by_default, hasher_knobs, load_knobs
 from harness.conditions.spec import ConditionError, grid_from_table
 from harness.pipeline.config_schema import (BASELINE_TOOLS, DATASET_PLACEHOLDERS, LIST_WORD, PLACEHOLDER, Config, ConfigError, Constraint,
-                                   DatasetDecl, Group, Nominal, RunSettings)
+                                   DatasetDecl, Group, Nominal, RUN_KEYS, RunSettings)
 from harness.catalog.tools import HASHER, TOOLS, TOOL_LIST
 from harness.catalog.variants import VARIANTS
 from harness.datasets.dataset import TreeRecipe
@@ -282,25 +282,14 @@ def _parse_commands(ctx: _Ctx, table: dict[str, Any], key: str) -> Group:
 
 
 def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
-    allowed = {"rounds", "runs_per_round", "cache", "file", "file_size", "data_dir", "timeout_s",
-               "trace", "probes", "probe_cache", "seed", "bin_dir", "resident_tolerance", "warmup", "nominal"}
-    ctx.check_keys(table, "run", allowed)
-
-    def cache(v: Any) -> str:
-        if v not in ("cold", "warm"):
-            raise ValueError(f'expected "cold" or "warm", got {show(v)}')
-        return v
-
-    kw = ctx.parsed(table, "run", {"rounds": posint, "runs_per_round": posint, "probes": posint, "trace": boolean,
-                                   "cache": cache, "probe_cache": cache, "timeout_s": positive,
-                                   "resident_tolerance": fraction, "data_dir": string, "bin_dir": string,
-                                   "seed": count, "warmup": count})
+    ctx.check_keys(table, "run", set(RUN_KEYS))
+    kw = ctx.parsed(table, "run", {k: f.metadata["parse"] for k, f in RUN_KEYS.items()
+                                   if f.metadata.get("parse") and not f.metadata["many"]})
+    for k, f in RUN_KEYS.items():
+        if f.metadata.get("many") and k in table:
+            kw[f.name] = ctx.values(table[k], f"run.{k}", f.metadata["parse"])
     if kw.get("warmup") and kw.get("cache", "cold") != "warm":
         raise ctx.err("run.warmup", 'goes with cache = "warm": a cold execution starts from a dropped page cache')
-    if "file" in table:
-        kw["files"] = ctx.values(table["file"], "run.file", string)
-    if "file_size" in table:
-        kw["file_sizes"] = ctx.values(table["file_size"], "run.file_size", size)
     if "nominal" in table:
         nom = ctx.table(table["nominal"], "run.nominal")
         ctx.check_keys(nom, "run.nominal", {"read", "hash_per_core", "overhead_s"})

@@ -7,13 +7,13 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from harness.catalog.tools import HASHER, TOOLS
 from harness.catalog.variants import REPO_ROOT, default_bin_dir
 from harness.conditions.spec import ConditionGrid
 from harness.datasets.dataset import TreeRecipe
-from harness.config_values import Buffers
+from harness.config_values import Buffers, boolean, cache_mode, count, fraction, posint, positive, size, string
 
 
 BASELINE_TOOLS = tuple(TOOLS)
@@ -73,23 +73,33 @@ class Nominal:
     overhead_s: float = 0.15  # per execution: hyperfine's start and the prepare (sync, drop, cachestat)
 
 
+def _key(default: Any, parse: Callable[[Any], Any], toml: str | None = None, many: bool = False) -> Any:
+    """A [run] key, declared once: its TOML name (default: the field's), how a value is read, and
+    whether it takes a list (harness/pipeline/config.py reads them all from here)."""
+    return field(default=default, metadata={"parse": parse, "toml": toml, "many": many})
+
+
 @dataclass(frozen=True)
 class RunSettings:
-    rounds: int = 5
-    runs_per_round: int = 1
-    cache: str = "cold"
-    files: tuple[str, ...] = ()
-    file_sizes: tuple[int, ...] = ()
-    data_dir: str = "build/data"
-    timeout_s: float = 120.0
-    trace: bool = True
-    probes: int = 1  # traced executions per hasher configuration (behaviour counters)
-    probe_cache: str | None = None  # their page cache mode; None: as `cache`
-    seed: int | None = None
-    bin_dir: str | None = None
-    resident_tolerance: float = 0.01
-    warmup: int = 0  # warm runs: untimed executions of a command just before each timed one (hyperfine's --warmup)
-    nominal: Nominal = field(default_factory=Nominal)
+    rounds: int = _key(5, posint)
+    runs_per_round: int = _key(1, posint)
+    cache: str = _key("cold", cache_mode)
+    files: tuple[str, ...] = _key((), string, "file", many=True)
+    file_sizes: tuple[int, ...] = _key((), size, "file_size", many=True)
+    data_dir: str = _key("build/data", string)
+    timeout_s: float = _key(120.0, positive)
+    trace: bool = _key(True, boolean)
+    probes: int = _key(1, posint)  # traced executions per hasher configuration (behaviour counters)
+    probe_cache: str | None = _key(None, cache_mode)  # their page cache mode; None: as `cache`
+    seed: int | None = _key(None, count)
+    bin_dir: str | None = _key(None, string)
+    resident_tolerance: float = _key(0.01, fraction)
+    warmup: int = _key(0, count)  # warm runs: untimed executions of a command just before each timed one
+    nominal: Nominal = field(default_factory=Nominal)  # a table of its own (config.py)
+
+
+# [run]'s keys as a config writes them -> the field (only `nominal` has no parser: a table)
+RUN_KEYS = {f.metadata.get("toml") or f.name: f for f in dataclasses.fields(RunSettings)}
 
 
 @dataclass(frozen=True)
@@ -141,23 +151,9 @@ class Config:
 
         return {
             "path": self.path,
-            "run": {
-                "rounds": self.run.rounds,
-                "runs_per_round": self.run.runs_per_round,
-                "cache": self.run.cache,
-                "files": list(self.run.files),
-                "file_sizes": list(self.run.file_sizes),
-                "data_dir": self.run.data_dir,
-                "timeout_s": self.run.timeout_s,
-                "trace": self.run.trace,
-                "probes": self.run.probes,
-                "probe_cache": self.run.probe_cache,
-                "seed": self.run.seed,
-                "bin_dir": str(self.bin_dir()),
-                "resident_tolerance": self.run.resident_tolerance,
-                "warmup": self.run.warmup,
-                "nominal": vars(self.run.nominal),
-            },
+            "run": {f.name: str(self.bin_dir()) if f.name == "bin_dir" else vars(v) if f.name == "nominal"
+                    else list(v) if isinstance(v, tuple) else v
+                    for f in dataclasses.fields(RunSettings) for v in [getattr(self.run, f.name)]},
             "datasets": [dataclasses.asdict(d) for d in self.datasets],
             "groups": [group(g) for g in self.groups],
             "limit_groups": [group(g) for g in self.limit_groups],
