@@ -174,3 +174,18 @@ def test_zsh_completion_parses_and_names_every_command_and_option(tmp_path: Path
         assert "_ringsum" + "".join(f"_{p.replace('-', '_')}" for p in lv.path) + "() {" in text
         for option in lv.options:
             assert f"'{option}[" in text
+
+
+def test_the_estimate_counts_the_warmup_executions(tmp_path: Path) -> None:
+    """`--warmup N` runs N untimed executions before each timed one: the plan's estimate counts them."""
+    data = tmp_path / "f.bin"
+    data.write_bytes(b"\0" * (1 << 20))
+    config = tmp_path / "w.toml"
+    config.write_text('[run]\nrounds = 3\ncache = "warm"\n\n[[commands]]\nname = "c"\nargv = ["cat", "{file}"]\n\n'
+                      "[baselines]\nlimit = false\n")
+    timed = {}
+    for warmup in (0, 4):
+        r = ringsum("plan", str(config), "--file", str(data), "--json", *(["--warmup", str(warmup)] if warmup else []))
+        assert r.returncode == 0, r.stderr
+        timed[warmup] = json.loads(r.stdout)["estimate"]["timed_s"]
+    assert timed[4] > timed[0]

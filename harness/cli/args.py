@@ -42,8 +42,16 @@ def add_file_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", metavar="DIR", help="where --size generates its file (default build/data)")
     p.add_argument("--rounds", type=posint_arg, metavar="N", help="override run.rounds")
     p.add_argument("--warm", action="store_true", help="warm page cache instead of the config's mode")
+    p.add_argument("-w", "--warmup", type=count_arg, metavar="N",
+                   help="N untimed executions of a command just before each timed one, as hyperfine's (implies --warm)")
     p.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
     add_condition_args(p)
+
+
+def count_arg(s: str) -> int:
+    if not s.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a count (0 or more), got {s!r}")
+    return int(s)
 
 
 def minutes_arg(s: str) -> float:

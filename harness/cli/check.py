@@ -30,7 +30,7 @@ def cmd_check(a: argparse.Namespace) -> int:
         saved_runs.find(a.baseline, sysinfo.fingerprint(a.file)["fingerprint_id"])
     if a.config:
         opts = Options(config_path=a.config, file=a.file, size=a.size, dir=a.dir, out=a.out,
-                       rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir, against=a.against)
+                       rounds=a.rounds, warm=a.warm, warmup=a.warmup, bin_dir=a.bin_dir, against=a.against)
         current_dir, _code = decide.measure(opts)  # failed executions become "failed" verdicts
     else:
         current_dir = Path(a.current)

@@ -27,7 +27,7 @@ from harness.catalog.knobs import load_knobs, markdown_table, terminal_view
 
 
 def cmd_plan(a: argparse.Namespace) -> int:
-    opts = Options(config_path=a.config, rounds=a.rounds, warm=a.warm, bin_dir=a.bin_dir,
+    opts = Options(config_path=a.config, rounds=a.rounds, warm=a.warm, warmup=a.warmup, bin_dir=a.bin_dir,
                    conditions=condition_overrides(a))
     config = apply_overrides(load_config(a.config), opts)
     files = resolve_files(config, a.file, a.size, a.dir)

@@ -65,8 +65,6 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="results", metavar="DIR", help="parent of run directories")
     p.add_argument("--seed", type=int, help="shuffle seed (default: config's or random)")
     p.add_argument("--yes", action="store_true", help="start a plan estimated at over an hour")
-    p.add_argument("-w", "--warmup", type=_count_arg, metavar="N",
-                   help="N untimed executions of a command just before each timed one, as hyperfine's (implies --warm)")
     p.add_argument("--report", action="store_true",
                    help="then `ringsum report` the run directory (unless the run exits 2); the run's exit status is kept")
     e = p.add_argument_group("export, as hyperfine writes them (the run directory keeps everything)")
@@ -90,12 +88,6 @@ def _bench(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-b3sum", action="store_true", help="do not add b3sum beside the commands")
     add_file_args(p)
     _run_options(p)
-
-
-def _count_arg(s: str) -> int:
-    if not s.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a count (0 or more), got {s!r}")
-    return int(s)
 
 
 def _plan(p: argparse.ArgumentParser) -> None:

@@ -77,7 +77,8 @@ def estimate(plan: Plan, config: Config, learned: Learned | None = None) -> Esti
     measured_over = learned.overhead_s(plan.cache) if learned else None
     over = measured_over if measured_over is not None else nom.overhead_s * (1 if plan.cache == "cold" else 0.6)
     seconds = {c.label: estimate_execution_s(c, plan.cache, config, learned=learned) + over for c in plan.commands}
-    timed = sum(seconds.values()) * plan.rounds * plan.runs_per_round
+    warmups = config.run.warmup if plan.cache == "warm" else 0  # untimed executions before each timed one
+    timed = sum(s + (s - over) * warmups for s in seconds.values()) * plan.rounds * plan.runs_per_round
     traced = config.run.probes * sum(seconds[c.label] for c in plan.commands if c.trace_argv)
     # reference b3sum (+ generating the data, when needed, at a guessed 0.4 GB/s) per dataset
     setup = sum(f.size / nom.read_Bps + 1.0 + f.files * PER_FILE_COLD_S
