@@ -287,3 +287,13 @@ def test_two_configurations_that_run_alike_are_one_command():
             "effective configuration); kept once") in p.notes
     assert any("'liburing_b3sum_multithread bs=128K qd=4 buf=4 inner' runs as 'liburing_b3sum_multithread bs=128K qd=4 buf=4'" in n
                for n in p.notes)
+
+
+def test_a_uring_b3sum_group_without_knobs_says_it_is_not_the_program_as_installed(tmp_path: Path) -> None:
+    """`variant = "uring_b3sum"` alone runs the sweep's knob defaults (512K x 4), not the program as a
+    user runs it (4M x 8, its own choices): the plan says so, and `style = "defaults"` is that program."""
+    config = tmp_path / "c.toml"
+    config.write_text('[run]\nfile_size = "8M"\n\n[[hashers]]\nvariant = "uring_b3sum"\n\n[baselines]\nlimit = false\n')
+    assert any("no knob given" in n and 'style = "defaults"' in n for n in build_plan(load_config(config), [F]).notes)
+    config.write_text(config.read_text().replace('variant = "uring_b3sum"', 'variant = "uring_b3sum"\nstyle = "defaults"'))
+    assert not any("no knob given" in n for n in build_plan(load_config(config), [F]).notes)

@@ -241,8 +241,8 @@ def _parse_group(ctx: _Ctx, kind: str, table: dict[str, Any], key: str, default_
     constraints = tuple(
         _parse_constraint(ctx, c, f"{key}.constraints[{i}]", knobs) for i, c in enumerate(cons)
     )
-    return Group(kind=kind, name=name, variant=variant, grid=grid, exclude=tuple(exclude),
-                 constraints=constraints, path=path, style=style, trace=trace, key=key)
+    return Group(kind=kind, name=name, variant=variant, grid=grid, exclude=tuple(exclude), constraints=constraints,
+                 path=path, style=style, knobs_given=bool(set(table) & set(knobs)), trace=trace, key=key)
 
 
 def _param(v: Any) -> str | int:

@@ -59,6 +59,7 @@ class Group:
     constraints: tuple[Constraint, ...] = ()
     path: str | None = None  # explicit hasher binary
     style: str = "options"  # hasher argv style: "options" or "positional"
+    knobs_given: bool = True  # hashers: the group names a knob (else it runs the sweep's knob defaults)
     trace: bool = True  # hashers: one extra untimed --trace run per configuration
     key: str = ""  # where it came from in the file, for messages
     argv: tuple[str, ...] = ()  # [[commands]]: the program and its words, {file} and {param} placeholders

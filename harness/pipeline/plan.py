@@ -308,6 +308,11 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
         if extra:
             groups += extra
             notes.append("warm mode: added b3sum --num-threads 1 / default for BLAKE3's in-memory speed")
+    for g in groups:  # a user asking for "uring_b3sum" as installed would be surprised (configs.md)
+        known = registered_variant(g.variant, config.bin_dir()) if g.kind == HASHER and not g.knobs_given else None
+        if known and g.style == "options" and (known.chooses_path or known.defaults_file):
+            notes.append(f"group {g.name}: no knob given, so it runs the sweep's knob defaults, not {g.variant} "
+                         'as installed (style = "defaults" runs it with no option)')
     commands: list[Command] = []
     seen: dict[str, str] = {}
     runs_as: dict[tuple, str] = {}  # a hasher's effective configuration -> the label it runs under
