@@ -70,6 +70,11 @@ def _bench_args(*argv: str) -> object:
     return make_parser().parse_args(["bench", *argv])
 
 
+def test_hyperfines_runs_option_is_the_rounds() -> None:
+    for argv in (["-r", "7"], ["--runs", "7"], ["--rounds", "7"]):
+        assert _bench_args("b3sum {file}", "--size", "1M", *argv).rounds == 7
+
+
 def test_bench_command_lines_become_the_config_hyperfine_would_run() -> None:
     a = _bench_args("-L", "t", "1,2", "b3sum --num-threads {t} {file}", "sha1sum /data/f", "--file", "/data/f",
                     "-n", "b3", "--reads-only", "sha1sum")

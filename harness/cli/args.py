@@ -40,7 +40,8 @@ def add_file_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", type=size_arg, metavar="SIZE",
                    help="size of the generated random test file (e.g. 1G)")
     p.add_argument("--dir", metavar="DIR", help="where --size generates its file (default build/data)")
-    p.add_argument("--rounds", type=posint_arg, metavar="N", help="override run.rounds")
+    p.add_argument("--rounds", "-r", "--runs", dest="rounds", type=posint_arg, metavar="N",
+                   help="override run.rounds: each command's timed executions (hyperfine's -r/--runs), interleaved")
     p.add_argument("--warm", action="store_true", help="warm page cache instead of the config's mode")
     p.add_argument("-w", "--warmup", type=count_arg, metavar="N",
                    help="N untimed executions of a command just before each timed one, as hyperfine's (implies --warm)")
