@@ -50,19 +50,17 @@ class Result:
 def results(run_dir: Path) -> list[Result]:
     """Each command of the plan that ran, in the plan's order, with its timed executions."""
     plan = res.read_json(run_dir / res.PLAN_JSON)
-    rows: dict[str, list[dict[str, str]]] = {}
-    with open(run_dir / res.RUNS_CSV, newline="", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            if row.get("wall_s"):
-                rows.setdefault(row["label"], []).append(row)
+    timed: dict[str, list[res.RunRecord]] = {}
+    for r in res.read_records(run_dir / res.RUNS_CSV):
+        if r.wall_s is not None:
+            timed.setdefault(r.label, []).append(r)
     out = []
     for c in plan["commands"]:
-        done = rows.get(c["label"])
+        done = timed.get(c["label"])
         if not done:
             continue
-        out.append(Result(command=c["label"], times=[float(r["wall_s"]) for r in done],
-                          user=[float(r["user_s"] or 0) for r in done], system=[float(r["sys_s"] or 0) for r in done],
-                          exit_codes=[int(r["exit_code"]) if r["exit_code"] else None for r in done],
+        out.append(Result(command=c["label"], times=[r.wall_s for r in done], user=[r.user_s or 0.0 for r in done],
+                          system=[r.sys_s or 0.0 for r in done], exit_codes=[r.exit_code for r in done],
                           parameters=_parameters(c)))
     return out
 
