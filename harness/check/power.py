@@ -213,6 +213,21 @@ def resampled_table(codes: dict[str, list[int]], rounds: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def caught_by(v: dict[str, Any]) -> set[str]:
+    """The signals that found a regression in one check (a Verdict, or its JSON in verdicts.json):
+    "instructions", "counters", "pooled" (wall time, all hashers) and "any" (wall time, a command)."""
+    found = set()
+    if any(i.split(": ", 1)[1].startswith(decide.REGRESSION) for i in v.get("instructions", [])):
+        found.add("instructions")
+    if any(c.endswith(" " + decide.REGRESSION) for c in v.get("counters", [])):
+        found.add("counters")
+    if v.get("pooled") == decide.REGRESSION:
+        found.add("pooled")
+    if decide.REGRESSION in v.get("wall", {}).values():
+        found.add("any")
+    return found
+
+
 def table(verdicts: list[Verdict], settings: decide.Settings) -> str:
     """Markdown: per condition, the checks that failed (exit 1), by each signal."""
     lines = [f"Settings: threshold ±{settings.threshold * 100:g}%, {settings.confidence * 100:g}% interval.", "",
@@ -224,14 +239,13 @@ def table(verdicts: list[Verdict], settings: decide.Settings) -> str:
         vs = [v for v in verdicts if v.condition == name]
         if not vs:
             continue
-        by_wall = sum(any(x == decide.REGRESSION for x in v.wall.values()) for v in vs)
-        by_counters = sum(any(c.endswith(" regression") for c in v.counters) for v in vs)
+        caught = [caught_by(asdict(v)) for v in vs]
+        by_instructions, by_counters, by_pooled, by_wall = (sum(signal in c for c in caught)
+                                                            for signal in ("instructions", "counters", "pooled", "any"))
         flagged = sum(x == decide.REGRESSION for v in vs for x in v.wall.values())
         commands = sum(len(v.wall) for v in vs)
         ratios = [v.pooled_ratio for v in vs if v.pooled_ratio == v.pooled_ratio]
         slowdown = f"{(median(ratios) - 1) * 100:+.1f}%" if ratios else "-"
-        by_pooled = sum(v.pooled == decide.REGRESSION for v in vs)
-        by_instructions = sum(any(i.split(": ")[1].startswith("regression") for i in v.instructions) for v in vs)
         lines.append(f"| {name} | {len(vs)} | {sum(v.exit_code == 1 for v in vs)} | {by_instructions} | {by_counters} | "
                      f"{by_pooled} | {by_wall} | {flagged}/{commands} | {slowdown} |")
     return "\n".join(lines) + "\n"
