@@ -79,7 +79,7 @@ $(foreach l,$(SIMD_LEVELS),$(eval DIR_$(l) := $(BUILD)/simd-$(l))$(eval LIB_$(l)
 programs = $(foreach p,$(PROGRAMS),$(DIR_$(1))/bin/$(p))
 bins = $(call programs,$(1)) $(DIR_$(1))/share/ringsum/variants
 
-.PHONY: all deps deps-apt docs test test-stress test-sanitize bench bench-cli sweep ledger wisdom-effect fleet wheels lock check-power verify fuzz clean distclean \
+.PHONY: all deps deps-apt docs structure test test-stress test-sanitize bench bench-cli sweep ledger wisdom-effect fleet wheels lock check-power verify fuzz clean distclean \
 	install uninstall man completions deb b3sum-suite simd
 all: $(call bins,release)
 
@@ -399,6 +399,10 @@ docs: $(VENV_OK) all
 # the hot file, the cold and the hot 16,384-file tree. Each run is kept under
 # docs/ledger/<fingerprint id>/ and docs/ledger.md's table redrawn (docs/ledger.md).
 LEDGER_RUNS = $(BUILD)/ledger
+# The shape of this checkout (analysis/structure.py): packages, C calls, the run options' path, doc sizes.
+structure: $(VENV_OK) $(BLAKE3)/blake3.h
+	$(VENV)/bin/python -m analysis.structure
+
 ledger: deps all
 	rm -rf $(LEDGER_RUNS)
 	$(VENV)/bin/ringsum run configs/ledger-cold.toml --file $(SWEEP_FILE) --size 1G --out $(LEDGER_RUNS)

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from analysis import structure
+from analysis.structure import c_call_graph, cycles, object_symbols, package_graph
+
 pytestmark = pytest.mark.independent
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,12 +34,11 @@ def forbidden(package: str, name: str) -> bool:
 
 
 def modules(package: str) -> list[Path]:
-    return sorted((REPO / package).rglob("*.py"))
+    return structure.modules(REPO, package)
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(REPO).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return structure.module_name(REPO, path)
 
 
 def rel(path: Path) -> str:
@@ -85,54 +87,7 @@ def test_imports_go_one_way_when_loaded(package):
 
 
 def import_graph() -> dict[str, set[str]]:
-    """module -> the project modules it imports anywhere (in a function, under TYPE_CHECKING too):
-    `from harness.check import decide` is an import of harness.check.decide."""
-    paths = {module_name(p): p for pkg in PACKAGES for p in modules(pkg)}
-    graph: dict[str, set[str]] = {}
-    for name, path in paths.items():
-        edges = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Import):
-                edges |= {a.name for a in node.names if a.name in paths}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                for a in node.names:
-                    sub = f"{node.module}.{a.name}"
-                    edges.add(sub if sub in paths else node.module)
-        graph[name] = {e for e in edges if e in paths and e != name and not name.startswith(e + ".")
-                       and paths[e].name != "__init__.py"}
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in graph[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
+    return structure.import_graph(REPO)
 
 
 def test_the_import_graph_has_no_cycle():
@@ -142,17 +97,6 @@ def test_the_import_graph_has_no_cycle():
 def test_cycles_are_found():
     """The check above can fail: a made-up graph with a cycle through three modules."""
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-
-
-def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    """The import graph with each package of harness/ one node (harness.pipeline for everything
-    under harness/pipeline/); a top-level module (harness.units, analysis.load) is a node of its own."""
-    def package(module: str) -> str:
-        return ".".join(module.split(".")[:2])
-    packages: dict[str, set[str]] = {}
-    for module, edges in graph.items():
-        packages.setdefault(package(module), set()).update(package(e) for e in edges)
-    return {p: edges - {p} for p, edges in packages.items()}
 
 
 def test_the_package_graph_has_no_cycle():
@@ -169,23 +113,6 @@ def test_package_cycles_are_found():
              "harness.c": {"harness.a.run"}}
     assert cycles(graph) == []
     assert cycles(package_graph(graph)) == [["harness.a", "harness.b"]]
-
-
-def object_symbols(obj: Path) -> tuple[set[str], set[str]]:
-    """The global symbols an object file defines, and those it needs from elsewhere (nm's U)."""
-    out = subprocess.run(["nm", "-g", "-P", str(obj)], capture_output=True, text=True, check=True).stdout
-    defined, needed = set(), set()
-    for line in out.splitlines():
-        name, kind = line.split()[:2]
-        (needed if kind == "U" else defined).add(name)
-    return defined, needed
-
-
-def c_call_graph(symbols: dict[str, tuple[set[str], set[str]]]) -> dict[str, set[str]]:
-    """file -> the files whose functions (or data) it uses: a symbol it needs that the other defines.
-    A header's static inline functions belong to no file."""
-    return {a: {b for b, (defined, _) in symbols.items() if b != a and needed & defined}
-            for a, (_, needed) in symbols.items()}
 
 
 def built_objects() -> dict[str, Path]:
@@ -327,3 +254,37 @@ def test_ringsum_alone_is_a_short_usage_and_one_error_line() -> None:
     assert lines[0].startswith("usage: ringsum") and lines[-1] == "ringsum: no command given (see ringsum --help)"
     assert all(cmd in r.stderr for cmd in ("run", "plan", "report", "check", "tune", "sysinfo", "wisdom"))
     assert len(lines) <= 4  # the usage, not the whole help
+
+
+def test_the_run_option_walk_follows_the_options_and_counts_returns(tmp_path):
+    """`make structure`'s count of places the run options pass: a planted checkout where the options go
+    cli -> plan -> execute -> plan again (one return to a file already left), a record built from them
+    carries them, and a function's result does not."""
+    files = {
+        "harness/cli/run.py": "from harness.pipeline import plan\n"
+                              "def cmd_run(a):\n    return plan.expand(a.config, Options(rounds=a.rounds))\n"
+                              "class Options:\n    pass\n",
+        "harness/pipeline/plan.py": "from harness.pipeline.execute import execute\n"
+                                    "def expand(path, opts):\n    got = count(path)\n    return execute(opts, got)\n"
+                                    "def count(path):\n    return 1\n"
+                                    "def argv(opts):\n    return [opts]\n"
+                                    "def unrelated(x):\n    return x\n",
+        "harness/pipeline/execute.py": "from harness.pipeline import plan\n"
+                                       "def execute(opts, n):\n    cmd = plan.argv(opts)\n    return plan.unrelated(n)\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    walk = structure.run_option_walk(tmp_path)
+    assert walk.places == ["harness.cli.run:cmd_run", "harness.pipeline.plan:expand", "harness.pipeline.plan:count",
+                           "harness.pipeline.execute:execute", "harness.pipeline.plan:argv"]
+    assert walk.returns == 1 and len(walk.files) == 3
+
+
+def test_structure_measures_this_checkout():
+    """`make structure` on this checkout: no package cycle, no C circle, and the walk reaches the
+    execution of a command (harness/pipeline/execute.py)."""
+    r = subprocess.run([sys.executable, "-m", "analysis.structure"], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    assert "\ncycles: none\n" in r.stdout and "\ncircles: none\n" in r.stdout
+    assert "harness.pipeline.execute:execute(" in r.stdout
