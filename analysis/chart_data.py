@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
 
-from analysis.load import Run
+from harness.judge.load import Run
 from harness.stats import paired_rounds
 from harness.catalog.tools import (COMMAND, HASHER, OTHER_HASH, PLAIN_READ, READ_TOOLS, READER, REFERENCE_HASH, TOOL_LIST,
                                    TOOLS, the_tool, tools_with)
-from harness.pipeline import decision
-from harness.pipeline import verdict
-from harness.pipeline.results import command_stats
+from harness.judge import decision
+from harness.judge import verdict
+from harness.judge.results import command_stats
 from harness.stats import CONFIDENCE
 from harness.units import format_size
 from harness.catalog.variants import VARIANTS
@@ -173,7 +173,7 @@ def reference(stats: pd.DataFrame, tool: str) -> pd.Series | None:
 
 def with_limit_ratios(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """stats with limit_ratio, limit_low, limit_high: each command's time / the speed limit, paired
-    per round (harness/pipeline/verdict.py), its median and 95% interval; NaN without a limit."""
+    per round (harness/judge/verdict.py), its median and 95% interval; NaN without a limit."""
     ratios = verdict.limit_ratios(runs)
     for column, part in (("limit_ratio", "median"), ("limit_low", "low"), ("limit_high", "high")):
         stats[column] = [getattr(ratios[lbl], part) if lbl in ratios and ratios[lbl].n else np.nan
@@ -195,7 +195,7 @@ def as_ran(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 def tied_with_fastest(runs: pd.DataFrame, labels: list[str], confidence: float = CONFIDENCE) -> list[str]:
     """The fastest of labels by median and every one not clearly slower at the confidence: the
-    decision's contenders (harness/pipeline/decision.py), so a chart shades what the headline names."""
+    decision's contenders (harness/judge/decision.py), so a chart shades what the headline names."""
     times = verdict.by_round(runs)
     return decision.decide(times, [lbl for lbl in labels if times.get(lbl)], confidence).contenders
 

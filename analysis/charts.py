@@ -18,13 +18,13 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from analysis.load import Run, load_trace, speed_limit  # noqa: E402
+from harness.judge.load import Run, load_trace, speed_limit  # noqa: E402
 from analysis.chart_data import (GB, REFERENCE_TOOLS, RUN_COLOURS, Skip, as_ran, colour, command_name,  # noqa: E402
                                  for_size, gbps_text, hasher_stats, machine, reference, role_handles, rounds,
                                  run_date, run_legend, short_label, size_text, subtitle, tied_with_fastest)
 from harness.catalog.tools import HASHER, READ_TOOLS, SELF_TIMED, tools_with
-from harness.pipeline import verdict
-from harness.pipeline.results import command_stats, succeeded  # noqa: E402
+from harness.judge import verdict
+from harness.judge.results import command_stats, succeeded  # noqa: E402
 from harness.units import about_size, format_size  # noqa: E402
 from harness.catalog.variants import article_variants  # noqa: E402
 

@@ -28,7 +28,7 @@ def _fail(message: str, code: int) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     # Deferred for start-up time: pandas and matplotlib load here, not when `ringsum` builds its parser.
-    from analysis.load import NotARunDir, RunDirError, load_run
+    from harness.judge.load import NotARunDir, RunDirError, load_run
     from analysis.report import write_report
 
     runs = []

@@ -2,7 +2,7 @@
 
 A machine is a host: the `host` of the nearest fleet.json above its run directory (the fleet
 playbook writes one per host), else the hostname its fingerprint recorded. Its row is the headline
-of its latest run (harness/pipeline/verdict.py): the best configuration, its time / the machine's own speed
+of its latest run (harness/judge/verdict.py): the best configuration, its time / the machine's own speed
 limit and / the fastest b3sum, each paired per round within that run with a 95% interval
 (harness/stats.py). Machines are ranked by those ratios and only against machines that ran the
 same workload (cache mode and file size): raw seconds of unlike workloads are never set side by
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.load import META_JSON, RUNS_CSV, Run, RunDirError, load_run
+from harness.judge.load import META_JSON, RUNS_CSV, Run, RunDirError, load_run
 from harness import stats
-from harness.pipeline.verdict import Headline, headline
+from harness.judge.verdict import Headline, headline
 from harness.units import format_rate, format_size
 
 FLEET_JSON = "fleet.json"

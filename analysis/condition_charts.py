@@ -15,12 +15,12 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
 from analysis.chart_data import GB, ROLES, Skip, subtitle  # noqa: E402
-from analysis.load import Run  # noqa: E402
+from harness.judge.load import Run  # noqa: E402
 from harness import stats
 from harness.catalog.tools import HASHER, REFERENCE_HASH, tools_with
-from harness.conditions import robust
-from harness.pipeline import decision
-from harness.pipeline import verdict
+from harness.judge import robust
+from harness.judge import decision
+from harness.judge import verdict
 
 COMPARED_TOOLS = (HASHER, *tools_with(REFERENCE_HASH))
 

@@ -52,7 +52,7 @@ import pandas as pd
 
 from analysis import gate, ledger, paired_table
 from analysis.chart_data import size_text as _size_text
-from analysis.load import RunDirError, load_run
+from harness.judge.load import RunDirError, load_run
 from harness import stats
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -26,10 +26,10 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from analysis.chart_data import GB, Skip, size_text, subtitle  # noqa: E402
-from analysis.load import Run, RunDirError, load_run  # noqa: E402
+from harness.judge.load import Run, RunDirError, load_run  # noqa: E402
 from harness import stats  # noqa: E402
 from harness.catalog.tools import FIO_RANDOM  # noqa: E402
-from harness.pipeline.results import succeeded  # noqa: E402
+from harness.judge.results import succeeded  # noqa: E402
 
 BASE = "psync"  # the plain read at one request in flight: what io_uring has to beat
 QUESTIONS = (("randread", 4 << 10), ("read", 1 << 20))  # the note's two rows: 4K random, large in order

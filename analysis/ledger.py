@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.load import RunDirError, load_run
+from harness.judge.load import RunDirError, load_run
 from analysis.paired_table import HASHERS, Condition, run_conditions, without_condition
 from harness import stats
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.load import RunDirError, load_run
+from harness.judge.load import RunDirError, load_run
 from harness import stats
 from harness.catalog.tools import COMMAND, HASHER, LIMIT_READER, READER, REFERENCE_HASH, SELF_TIMED, tools_with
 

@@ -3,7 +3,7 @@ self-contained report.html (analysis/report_html.py).
 
 The first run directory given is the one reported on; the others only join the across-runs
 chart. summary.md is the source of the HTML page's text (a small Markdown subset); it opens with
-the ratio convention and the headline (harness/pipeline/verdict.py), as summary.json does.
+the ratio convention and the headline (harness/judge/verdict.py), as summary.json does.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import matplotlib
 import matplotlib.pyplot as plt
 
 from analysis import chart_data, charts, condition_charts, engines
-from analysis.load import Run, speed_limit
+from harness.judge.load import Run, speed_limit
 from analysis.report_html import Chart, report_html
 from harness.catalog.tools import HASHER
-from harness.conditions import robust
-from harness.pipeline import results as harness_results
-from harness.pipeline import verdict
-from harness.pipeline.results import command_stats, succeeded
+from harness.judge import robust
+from harness.judge import results as harness_results
+from harness.judge import verdict
+from harness.judge.results import command_stats, succeeded
 from harness.stats import RATIO_CONVENTION
 
 matplotlib.rcParams["svg.hashsalt"] = "ringsum"  # stable element ids: same data, same SVG
@@ -92,7 +92,7 @@ def _ratio(median: float, low: float, high: float) -> str:
 
 
 def headline_markdown(run: Run) -> list[str]:
-    """The headline (harness/pipeline/verdict.py) as a section of bullets; with several machine conditions,
+    """The headline (harness/judge/verdict.py) as a section of bullets; with several machine conditions,
     each one's winner and the robust pick first."""
     names = verdict.condition_names(run.runs)
     lines = []

@@ -24,10 +24,10 @@ import numpy as np
 
 from harness import stats
 from harness.pipeline.config_schema import BASELINE_PREFIX
-from harness.pipeline.decision import decide
-from harness.pipeline.results import RUNS_CSV, read_runs
-from harness.pipeline.sequential import Sequential, SequentialError
-from harness.pipeline.verdict import by_round
+from harness.judge.decision import decide
+from harness.judge.results import RUNS_CSV, read_runs
+from harness.judge.sequential import Sequential, SequentialError
+from harness.judge.verdict import by_round
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.pipeline.results import command_stats, read_runs
+from harness.judge.results import command_stats, read_runs
 from harness.catalog.tools import REFERENCE_HASH, the_tool
 
 OTHER_BUILDS = {"notrace-": "no trace code", "blake3join-": "BLAKE3's join"}

@@ -32,7 +32,7 @@ from typing import Any
 from harness import stats
 from harness.check import decide
 from harness.check.hyperfine_export import is_hyperfine_export, load_export
-from harness.check.load import CheckError, RunData, load_run
+from harness.check.load import CheckError, RunData, check_data
 from harness.pipeline.counters import CounterChange
 from harness.units import about_size
 
@@ -219,7 +219,7 @@ def run_compare(a: argparse.Namespace) -> int:
                 export, notes = load_export(Path(path), runs[0])
                 runs.insert(0, export)
             else:
-                runs.insert(0, load_run(path))
+                runs.insert(0, check_data(path))
         except CheckError as e:
             raise CheckError(f"{name}: {e}") from None
     result = compare_runs(*runs, *fractions)

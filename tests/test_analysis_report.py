@@ -23,8 +23,8 @@ import pandas as pd
 import pytest
 
 from analysis.cli import main as report_main
-from analysis.load import load_run, load_trace
-from harness.pipeline.results import command_stats
+from harness.judge.load import load_run, load_trace
+from harness.judge.results import command_stats
 
 REPO = Path(__file__).resolve().parent.parent
 RINGSUM = REPO / ".venv" / "bin" / "ringsum"
@@ -162,7 +162,7 @@ def test_headline_opens_summary_report_and_summary_json(report_dir):
     assert first.startswith("What to use on this machine (8M file, cold cache, 3 rounds)")
     ok = _successful(_runs_csv(run_dir))
     hashers = ok[ok["tool"] == "hasher"].groupby("label")["wall_s"].median()
-    # "fastest" rather than "use" when the data cannot tell it from the runner-up (harness/pipeline/verdict.py)
+    # "fastest" rather than "use" when the data cannot tell it from the runner-up (harness/judge/verdict.py)
     assert re.search(rf"^- \*\*(use|fastest)\*\*: {re.escape(hashers.idxmin())}$", first, re.M)
     plan = json.loads((run_dir / "plan.json").read_text())
     argv = {c["label"]: c["argv"] for c in plan["commands"]}
@@ -318,8 +318,8 @@ def test_empty_runs_csv(run_dirs, tmp_path, capsys, content):
     runs_csv.write_text(runs_csv.read_text().splitlines()[0] + "\n" if content else "")
     assert report_main([str(run_dir)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"ringsum: {runs_csv}: ") and err.count("\n") == 1
-    assert "empty" in err
+    assert err.startswith(f"ringsum: {run_dir}") and "runs.csv" in err and err.count("\n") == 1
+    assert "empty" in err or "no runs" in err
 
 
 def test_corrupt_meta_json_names_the_file(run_dirs, tmp_path, capsys):
@@ -327,7 +327,7 @@ def test_corrupt_meta_json_names_the_file(run_dirs, tmp_path, capsys):
     shutil.copytree(run_dirs[0], run_dir)
     (run_dir / "meta.json").write_text("{not json")
     assert report_main([str(run_dir)]) == 1
-    assert capsys.readouterr().err.startswith(f"ringsum: {run_dir / 'meta.json'}: unreadable JSON")
+    assert capsys.readouterr().err.startswith(f"ringsum: {run_dir}: meta.json unreadable: Expecting property name")
 
 
 def test_output_not_writable(run_dirs, tmp_path, capsys):

@@ -11,7 +11,7 @@ import pytest
 
 from harness.bench import main as bench_main
 from harness.bench import paired_builds
-from harness.pipeline.results import command_stats, read_runs
+from harness.judge.results import command_stats, read_runs
 
 REPO = Path(__file__).resolve().parent.parent
 RINGSUM = REPO / ".venv" / "bin" / "ringsum"

@@ -17,7 +17,7 @@ from harness.check import instructions
 from harness.check import load
 from harness.check import report as check_report
 from harness.check import saved_runs
-from harness.pipeline.results import RunRecord, RunsWriter
+from harness.judge.results import RunRecord, RunsWriter
 
 pytestmark = pytest.mark.independent
 
@@ -93,7 +93,7 @@ def test_a_noisy_run_is_inconclusive_not_no_change(tmp_path: Path) -> None:
     speed-up, so the verdict says it cannot tell (and the exit stays 0: nothing was shown slower)."""
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     noisy = write_run(tmp_path / "n", rounds([0.005, 0.02, 0.0075, 0.015, 0.01], CAT))
-    report = decide.compare(load.load_run(base), load.load_run(noisy), decide.Settings())
+    report = decide.compare(load.check_data(base), load.check_data(noisy), decide.Settings())
     assert verdicts(report)[HASHER] == decide.INCONCLUSIVE and report.exit_code == 0
     assert "1 inconclusive" in check_report.format_table(report)
 
@@ -110,7 +110,7 @@ def test_slow_stretch_hitting_both_is_no_change_by_cat(tmp_path: Path) -> None:
     regression, the verdict (÷cat, same round) says no change."""
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     cur = write_run(tmp_path / "c", rounds([w * 2 for w in STEADY], [w * 2 for w in CAT]))
-    report = decide.compare(load.load_run(base), load.load_run(cur), decide.Settings())
+    report = decide.compare(load.check_data(base), load.check_data(cur), decide.Settings())
     c = next(c for c in report.comparisons if c.label == HASHER)
     assert c.primary == "cat" and c.verdict == decide.NO_CHANGE
     assert decide.decide(c.estimates["raw"].low, c.estimates["raw"].high, 0.05) == decide.REGRESSION
@@ -121,22 +121,22 @@ def test_slow_stretch_hitting_both_is_no_change_by_cat(tmp_path: Path) -> None:
 def test_slower_hasher_is_a_regression_and_faster_an_improvement(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     slow = write_run(tmp_path / "s", rounds([w * 1.5 for w in STEADY], CAT))
-    report = decide.compare(load.load_run(base), load.load_run(slow), decide.Settings())
+    report = decide.compare(load.check_data(base), load.check_data(slow), decide.Settings())
     assert verdicts(report)[HASHER] == decide.REGRESSION and report.exit_code == 1
-    report = decide.compare(load.load_run(slow), load.load_run(base), decide.Settings())
+    report = decide.compare(load.check_data(slow), load.check_data(base), decide.Settings())
     assert verdicts(report)[HASHER] == decide.IMPROVEMENT and report.exit_code == 0
 
 
 def test_fingerprint_mismatch_needs_a_reference(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, None), fingerprint="fp1")
     other = write_run(tmp_path / "o", rounds(STEADY, None), fingerprint="fp2")
-    report = decide.compare(load.load_run(base), load.load_run(other), decide.Settings())
+    report = decide.compare(load.check_data(base), load.check_data(other), decide.Settings())
     assert verdicts(report)[HASHER] == decide.NOT_COMPARABLE and report.exit_code == 2
     assert "fingerprints differ" in report.notes[0]
     # with cat in both runs the verdict rests on ÷cat and raw is n/a
     base = write_run(tmp_path / "b2", rounds(STEADY, CAT), fingerprint="fp1")
     other = write_run(tmp_path / "o2", rounds(STEADY, CAT), fingerprint="fp2")
-    report = decide.compare(load.load_run(base), load.load_run(other), decide.Settings())
+    report = decide.compare(load.check_data(base), load.check_data(other), decide.Settings())
     c = next(c for c in report.comparisons if c.label == HASHER)
     assert c.verdict == decide.NO_CHANGE and "raw" not in c.estimates and report.exit_code == 0
     assert "n/a" in check_report.format_table(report)
@@ -146,11 +146,11 @@ def test_counters_of_different_workloads_are_not_compared(tmp_path: Path) -> Non
     """A 1 GiB run and an 8 MiB one: timing is "not comparable", and so are the counters: 2048 reads
     against 16 is the file, not an improvement (issue 28)."""
     big = [record(r.label, r.tool, r.round, r.wall_s * 128, file_size=MIB8 * 128) for r in rounds(STEADY, CAT)]
-    base, cur = load.load_run(write_run(tmp_path / "b", big)), load.load_run(write_run(tmp_path / "c", rounds(STEADY, CAT)))
+    base, cur = load.check_data(write_run(tmp_path / "b", big)), load.check_data(write_run(tmp_path / "c", rounds(STEADY, CAT)))
     base.counters, cur.counters = {HASHER: {"reads": 2048.0}}, {HASHER: {"reads": 16.0}}
     report = decide.compare(base, cur, decide.Settings())
     assert verdicts(report)[HASHER] == decide.NOT_COMPARABLE and report.counters == []
-    like = load.load_run(tmp_path / "c")
+    like = load.check_data(tmp_path / "c")
     like.counters = base.counters
     assert [c.verdict for c in decide.compare(like, cur, decide.Settings()).counters] == [decide.IMPROVEMENT]
 
@@ -158,7 +158,7 @@ def test_counters_of_different_workloads_are_not_compared(tmp_path: Path) -> Non
 def test_too_few_runs_is_exit_2(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     short = write_run(tmp_path / "c", rounds(STEADY[:2], CAT[:2]))
-    report = decide.compare(load.load_run(base), load.load_run(short), decide.Settings())
+    report = decide.compare(load.check_data(base), load.check_data(short), decide.Settings())
     assert verdicts(report)[HASHER] == decide.TOO_FEW and report.exit_code == 2
 
 
@@ -166,12 +166,12 @@ def test_wrong_hash_or_failure_is_failed_exit_1(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     recs = rounds(STEADY, CAT)
     recs[2].hash_ok = False
-    report = decide.compare(load.load_run(base), load.load_run(write_run(tmp_path / "c", recs)),
+    report = decide.compare(load.check_data(base), load.check_data(write_run(tmp_path / "c", recs)),
                            decide.Settings())
     assert verdicts(report)[HASHER] == decide.FAILED and report.exit_code == 1
     recs = rounds(STEADY, CAT)
     recs[1].exit_code, recs[1].wall_s = None, None
-    report = decide.compare(load.load_run(base), load.load_run(write_run(tmp_path / "d", recs)),
+    report = decide.compare(load.check_data(base), load.check_data(write_run(tmp_path / "d", recs)),
                            decide.Settings())
     assert verdicts(report)[HASHER] == decide.FAILED and report.exit_code == 1
 
@@ -179,7 +179,7 @@ def test_wrong_hash_or_failure_is_failed_exit_1(tmp_path: Path) -> None:
 def test_commands_in_one_run_only_are_listed_not_failed(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT) + rounds(STEADY, None, label="old one"))
     cur = write_run(tmp_path / "c", rounds(STEADY, CAT) + rounds(STEADY, None, label="new one"))
-    report = decide.compare(load.load_run(base), load.load_run(cur), decide.Settings())
+    report = decide.compare(load.check_data(base), load.check_data(cur), decide.Settings())
     v = verdicts(report)
     assert v["old one"] == decide.ONLY_BASELINE and v["new one"] == decide.ONLY_CURRENT
     assert report.exit_code == 0
@@ -189,7 +189,7 @@ def test_junit_and_markdown(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT) + rounds(STEADY, None, label="steady one"))
     cur = write_run(tmp_path / "c", rounds([w * 2 for w in STEADY], CAT)
                     + rounds(STEADY, None, label="steady one"))
-    report = decide.compare(load.load_run(base), load.load_run(cur), decide.Settings())
+    report = decide.compare(load.check_data(base), load.check_data(cur), decide.Settings())
     md, xml = tmp_path / "out" / "check.md", tmp_path / "out" / "junit.xml"
     check_report.write_outputs(report, md, xml)
     suite = ET.parse(xml).getroot().find("testsuite")
@@ -252,7 +252,7 @@ def test_an_inconclusive_hasher_exits_as_asked(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     noisy = write_run(tmp_path / "n", rounds([0.005, 0.02, 0.0075, 0.015, 0.01], CAT))
     for choice, code in (("pass", 0), ("fail", 1)):
-        report = decide.compare(load.load_run(base), load.load_run(noisy), decide.Settings(inconclusive=choice))
+        report = decide.compare(load.check_data(base), load.check_data(noisy), decide.Settings(inconclusive=choice))
         assert report.exit_code == code
         assert "decided by: wall time: 1 inconclusive" in check_report.format_table(report)
 
@@ -260,7 +260,7 @@ def test_an_inconclusive_hasher_exits_as_asked(tmp_path: Path) -> None:
 def test_a_regression_names_the_signal_that_found_it(tmp_path: Path) -> None:
     base = write_run(tmp_path / "b", rounds(STEADY, CAT))
     same = write_run(tmp_path / "s", rounds(STEADY, CAT))
-    report = decide.compare(load.load_run(base), load.load_run(same), decide.Settings())
+    report = decide.compare(load.check_data(base), load.check_data(same), decide.Settings())
     counts = {"counter": "callgrind", "file_size": 1, "counts": {"b3sum_pread": 1000}}
     report.instructions = instructions.compare_instructions(counts, {**counts, "counts": {"b3sum_pread": 1050}}, 0.01)
     assert report.exit_code == 1

@@ -18,7 +18,7 @@ import pytest
 
 from harness import compare
 from harness.check import decide
-from harness.check.load import load_run
+from harness.check.load import check_data
 from harness.cli import main as cli
 from harness.pipeline import counters
 
@@ -66,7 +66,7 @@ def verdicts(result: compare.Comparison) -> dict[str, str]:
 def test_a_run_against_itself_never_changed(name: str, tmp_path: Path) -> None:
     """Two copies of one run: every command is in both, its ratio exactly 1, and no verdict says
     faster or slower; a wide interval says inconclusive, never no change."""
-    result = compare.compare_runs(load_run(copy_run(name, tmp_path / "a")), load_run(copy_run(name, tmp_path / "b")))
+    result = compare.compare_runs(check_data(copy_run(name, tmp_path / "a")), check_data(copy_run(name, tmp_path / "b")))
     assert result.compared and result.rows
     assert {row.label for row in result.rows} == set(result.a.samples)
     assert set(verdicts(result).values()) <= {"no change", "inconclusive"}
@@ -89,7 +89,7 @@ def test_hashers_made_slower_are_slower_and_the_rest_is_not(tmp_path: Path) -> N
     a = copy_run("adapt", tmp_path / "a")
     b = copy_run("adapt", tmp_path / "b")
     edit_runs_csv(b, slow_hashers)
-    result = compare.compare_runs(load_run(a), load_run(b))
+    result = compare.compare_runs(check_data(a), check_data(b))
     hashers = {row.label for row in result.rows if row.tool == "hasher"}
     assert len(hashers) == 18
     for row in result.rows:
@@ -98,7 +98,7 @@ def test_hashers_made_slower_are_slower_and_the_rest_is_not(tmp_path: Path) -> N
             assert verdicts(result)[row.label] == "slower" and e.ratio == pytest.approx(SLOWDOWN)
         else:
             assert verdicts(result)[row.label] in ("no change", "inconclusive") and e.ratio == 1.0
-    backwards = compare.compare_runs(load_run(b), load_run(a))
+    backwards = compare.compare_runs(check_data(b), check_data(a))
     assert {verdicts(backwards)[label] for label in hashers} == {"faster"}
 
     shown = ringsum("compare", a, b, "--markdown", tmp_path / "out.md")
@@ -126,7 +126,7 @@ def test_runs_of_different_workloads_or_machines_are_shown_side_by_side(a_name: 
     assert any(line.startswith(why) for line in lines), shown.stdout
     header = next(line for line in lines if line.startswith("command"))
     assert header.split() == ["command", "A", "median", "B", "median"]  # no ratio, no verdict
-    labels = set(load_run(a).samples) | set(load_run(b).samples)
+    labels = set(check_data(a).samples) | set(check_data(b).samples)
     assert len([line for line in lines if line.split("  ")[0] in labels]) == len(labels)
     assert "slower" not in shown.stdout and "faster" not in shown.stdout
 
@@ -134,7 +134,7 @@ def test_runs_of_different_workloads_or_machines_are_shown_side_by_side(a_name: 
 def test_another_size_of_the_same_file_is_not_compared(tmp_path: Path) -> None:
     a, b = copy_run("hot", tmp_path / "a"), copy_run("hot", tmp_path / "b")
     edit_runs_csv(b, lambda row: row.update(file_size=str(8 << 20)))
-    result = compare.compare_runs(load_run(a), load_run(b))
+    result = compare.compare_runs(check_data(a), check_data(b))
     assert not result.compared and not result.rows
     assert result.differences == ["A hashed a file of 1 GiB, B a file of 8 MiB"]
 
@@ -144,7 +144,7 @@ def test_a_run_without_a_machine_fingerprint_is_not_compared(tmp_path: Path) -> 
     meta = json.loads((b / "meta.json").read_text())
     del meta["fingerprint"]
     (b / "meta.json").write_text(json.dumps(meta))
-    result = compare.compare_runs(load_run(a), load_run(b))
+    result = compare.compare_runs(check_data(a), check_data(b))
     assert not result.compared and result.differences == [
         "B has no machine fingerprint (meta.json fingerprint_id): not shown to be the same machine"]
 
@@ -163,11 +163,11 @@ def test_counters_are_compared_only_between_like_workloads(tmp_path: Path) -> No
     for name, depth in (("a", 16), ("b", 1), ("warm", 1)):
         for _ in range(3):
             counters.append(runs[name] / counters.COUNTERS_CSV, probe(label, depth))
-    like = compare.compare_runs(load_run(runs["a"]), load_run(runs["b"]))
+    like = compare.compare_runs(check_data(runs["a"]), check_data(runs["b"]))
     moved = [c for c in like.counters if c.verdict != decide.NO_CHANGE]
     assert [(c.label, c.counter) for c in moved] == [(label, "peak_in_flight")]
     assert f"  {label}  peak_in_flight: 16 -> 1 (-93.8%) worse" in compare.format_text(like)
-    unlike = compare.compare_runs(load_run(runs["a"]), load_run(runs["warm"]))
+    unlike = compare.compare_runs(check_data(runs["a"]), check_data(runs["warm"]))
     assert not unlike.compared and unlike.counters == []
     assert "behaviour counters" not in compare.format_text(unlike)
 

@@ -313,8 +313,8 @@ TUNE_SPACE = SMALL_SPACE.replace('cache = "cold"', 'cache = "warm"')
 
 
 def test_tune_picks_the_robust_configuration_over_conditions(tmp_path: Path) -> None:
-    from harness.pipeline.results import read_runs
-    from harness.pipeline.verdict import robust_pick
+    from harness.judge.results import read_runs
+    from harness.judge.verdict import robust_pick
 
     (tmp_path / "space.toml").write_text(TUNE_SPACE)
     data = random_file(tmp_path / "f.bin", 8 * MiB)

@@ -19,7 +19,7 @@ from harness.datasets.generate import ensure_dataset
 from harness.machine import page_cache
 from harness.pipeline.config import ConfigError, parse_config
 from harness.pipeline.plan import resolve_files
-from harness.pipeline.results import read_runs
+from harness.judge.results import read_runs
 
 REPO = Path(__file__).resolve().parent.parent
 IS_ROOT = os.geteuid() == 0

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.pipeline.results import read_records, read_runs
+from harness.judge.results import read_records, read_runs
 
 REPO = Path(__file__).resolve().parent.parent
 IS_ROOT = os.geteuid() == 0

@@ -138,8 +138,8 @@ def test_the_report_of_a_tree_and_a_bad_path(tmp_path: Path) -> None:
 def test_the_report_reads_direct_as_it_ran(run_dir: Path) -> None:
     """The tuning heatmaps split by O_DIRECT as the hasher read, not as the config asked."""
     from analysis.chart_data import as_ran
-    from analysis.load import load_run
-    from harness.pipeline.results import command_stats
+    from harness.judge.load import load_run
+    from harness.judge.results import command_stats
 
     runs = load_run(run_dir).runs
     stats = as_ran(command_stats(runs), runs).set_index("label")

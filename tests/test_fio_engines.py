@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from analysis import engines
-from analysis.load import load_run
+from harness.judge.load import load_run
 from harness.catalog.tools import TOOLS, find_tool, fio_runs_alike
 from harness.datasets.dataset import Dataset
-from harness.pipeline import verdict
+from harness.judge import verdict
 from harness.pipeline.config import load_config
 from harness.pipeline.plan import build_plan
 from harness.pipeline.preflight import SetupError, check_fio_engines

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.catalog.knobs import load_knobs
-from harness.pipeline.results import columns, read_runs
+from harness.judge.results import columns, read_runs
 
 REPO = Path(__file__).resolve().parent.parent
 B3SUM_LOCAL = REPO / ".tools" / "bin" / "b3sum"

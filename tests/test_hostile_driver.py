@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from harness.machine.settings import Tunable, timing_settings
-from harness.pipeline.results import RunsWriter, read_runs
+from harness.judge.results import RunsWriter, read_runs
 
 REPO = Path(__file__).resolve().parent.parent
 IS_ROOT = os.geteuid() == 0
@@ -476,7 +476,7 @@ def test_a_plan_over_an_hour_needs_yes(tmp_path: Path):
 
 def fake_run(path: Path, labels: dict[str, str]) -> Path:
     """A finished run directory with 5 rounds of each label (label -> tool)."""
-    from harness.pipeline.results import RunRecord
+    from harness.judge.results import RunRecord
 
     path.mkdir(parents=True)
     with RunsWriter(path / "runs.csv") as w:

@@ -15,7 +15,7 @@ import pytest
 from hashers_support import (
     DATA_DIR, MiB, REPO, VARIANTS, b3sum_lines, program, ring_path, run,
 )
-from harness.pipeline.results import read_records
+from harness.judge.results import read_records
 
 IS_ROOT = os.geteuid() == 0
 MODE = [] if IS_ROOT else ["--warm"]

@@ -123,8 +123,8 @@ def test_commands_any_program_as_a_baseline(tmp_path):
     command sets the speed limit alone (the config has no other reader)."""
     import pandas as pd
 
-    from harness.pipeline.results import read_runs
-    from harness.pipeline import verdict
+    from harness.judge.results import read_runs
+    from harness.judge import verdict
 
     config = tmp_path / "commands.toml"
     config.write_text(COMMANDS)

@@ -29,7 +29,7 @@ from analysis import charts
 from analysis.chart_data import ROLES, command_name, hasher_stats, short_label
 from harness.catalog.tools import OTHER_HASH, REFERENCE_HASH
 from analysis.cli import main as report_main
-from analysis.load import load_run
+from harness.judge.load import load_run
 from harness.stats import RATIO_CONVENTION
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from harness import stats
-from harness.pipeline import decision
-from harness.pipeline import sequential
-from harness.pipeline.results import read_runs
+from harness.judge import decision
+from harness.judge import sequential
+from harness.judge.results import read_runs
 from test_harness_run import REPO, own_run_lock, ringsum, run_dirs  # noqa: F401 (the fixture: a lock of its own)
 
 

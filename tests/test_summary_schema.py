@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from analysis.load import load_run
+from harness.judge.load import load_run
 from harness.catalog.variants import REPO_ROOT
-from harness.pipeline import verdict
-from harness.pipeline.results import SUMMARY_JSON, write_json_atomic
+from harness.judge import verdict
+from harness.judge.results import SUMMARY_JSON, write_json_atomic
 
 pytestmark = pytest.mark.independent
 

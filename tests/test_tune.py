@@ -17,7 +17,7 @@ import pytest
 from harness.datasets.dataset import Dataset
 from harness.pipeline.config import parse_config
 from harness.pipeline.plan import build_plan
-from harness.pipeline.results import read_runs
+from harness.judge.results import read_runs
 from harness.tune import wisdom
 from harness.tune import search as tune
 from harness.tune import space as tune_space

@@ -1,4 +1,4 @@
-"""The verdicts (harness/stats.py, harness/pipeline/verdict.py) on runs tables built row by row: the speed
+"""The verdicts (harness/stats.py, harness/judge/verdict.py) on runs tables built row by row: the speed
 limit is per round the fastest reader, named; a command faster than it is a finding; a tie is a
 tie; summary.txt and summary.json say so. Real runs of the same code: test_harness_run.py
 (test_limit_group_and_headline) and test_analysis_report.py."""
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from harness import stats
-from harness.pipeline import decision
-from harness.pipeline import verdict
-from harness.pipeline.results import FIXED, RunRecord, RunsWriter, read_runs
+from harness.judge import decision
+from harness.judge import verdict
+from harness.judge.results import FIXED, RunRecord, RunsWriter, read_runs
 
 pytestmark = pytest.mark.independent
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from harness.check.load import REFERENCE_TOOLS, CheckError, RunData, Sample
-from harness.pipeline import results as res
+from harness.judge import results as res
 
 
 def is_hyperfine_export(path: Path) -> bool:

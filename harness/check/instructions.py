@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from harness.pipeline import results as res
+from harness.judge import results as res
 from harness.check.decide import (IMPROVEMENT, NO_CHANGE, NOT_COMPARABLE, ONLY_CURRENT, REGRESSION, CheckError,
                            InstructionComparison)
 from harness.catalog.tools import REFERENCE_HASH, find_tool, the_tool

@@ -13,7 +13,8 @@ import numpy as np
 
 from harness.catalog.tools import PLAIN_READ, SELF_TIMED, the_tool, tools_with
 from harness.pipeline import counters as ctr
-from harness.pipeline import results as res
+from harness.judge import results as res
+from harness.judge.load import RunDirError, load_run, read_file
 from harness.pipeline.config_schema import BASELINE_PREFIX
 
 
@@ -24,12 +25,6 @@ REFERENCE_TOOLS = (the_tool(PLAIN_READ), *tools_with(SELF_TIMED))
 
 class CheckError(Exception):
     """The comparison cannot be made at all (missing baseline, unreadable run). Exit 2."""
-
-
-# Without these a file is no runs table, whatever else it holds: every figure needs them, and every
-# row says what ran on what (a failed execution has no wall time or exit code; nothing lacks the rest).
-REQUIRED_COLUMNS = ("label", "tool", "file", "file_size", "cache", "round", "wall_s", "exit_code")
-NEVER_BLANK = REQUIRED_COLUMNS[:6]
 
 
 @dataclass
@@ -63,7 +58,7 @@ class RunData:
     path: Path
     fingerprint_id: str | None
     cache: str | None
-    runs: Any  # pandas DataFrame (harness.pipeline.results.read_runs)
+    runs: Any  # pandas DataFrame (harness.judge.results.read_runs)
     samples: dict[str, dict[str, Sample]]  # label -> figure -> executions
     failures: dict[str, str]  # label -> why (failed execution, hash mismatch)
     counters: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> counter -> summary
@@ -92,44 +87,18 @@ def reference_times(runs: Any) -> dict[str, dict[tuple[str, int], float]]:
     return refs
 
 
-def _read(run_dir: Path, name: str, reader: Callable[[Path], Any]) -> Any:
-    """reader(run_dir / name), any way it fails one CheckError line naming the file. A symlink is
-    refused: a run directory's files are its own, and one planted there could make ringsum read
-    (and quote in an error) any file the user can."""
-    path = run_dir / name
-    if path.is_symlink():
-        raise CheckError(f"{run_dir}: {name} is a symlink, not the run's own file")
-    try:
-        return reader(path)
-    except (OSError, ValueError, KeyError, TypeError, csv.Error) as e:  # JSON and UTF-8 errors are ValueErrors
-        raise CheckError(f"{run_dir}: {name} unreadable: {' '.join(str(e).split())}") from None
-
-
-def _runs_table(path: Path) -> Any:
-    missing = [c for c in REQUIRED_COLUMNS if c not in (res.read_header(path) or [])]
-    if missing:
-        raise ValueError(f"not a runs table (no {', '.join(missing)} column)")
-    runs = res.read_runs(path)
-    for column in NEVER_BLANK:
-        blank = runs[column].isna() | (runs[column].astype(str) == "")
-        if blank.any():
-            raise ValueError(f"row {int(blank.to_numpy().argmax()) + 1} after the header has no {column}")
-    return runs
-
-
-def _meta(path: Path) -> dict[str, Any]:
-    meta = res.read_json(path)
-    if not isinstance(meta, dict) or not isinstance(meta.get("fingerprint") or {}, dict):
-        raise ValueError("not a run's metadata (a JSON object with a fingerprint object)")
-    return meta
-
-
-def load_run(path: str | Path) -> RunData:
+def check_data(path: str | Path) -> RunData:
+    """A run directory, read by the one reader (harness/judge/load.py), reduced to what the check
+    needs; CheckError where it cannot be read, a run without meta.json included."""
     p = Path(path)
     if not is_run_dir(p):
         raise CheckError(f"{p}: not a run directory (runs.csv and meta.json needed)")
-    meta = _read(p, res.META_JSON, _meta)
-    runs = _read(p, res.RUNS_CSV, _runs_table)
+    try:
+        run = load_run(p)
+        counters = _counters(p)
+    except RunDirError as e:
+        raise CheckError(str(e)) from None
+    meta, runs = run.meta, run.runs
     if not len(runs):
         raise CheckError(f"{p}: no executions recorded in runs.csv")
     refs = reference_times(runs)
@@ -155,8 +124,13 @@ def load_run(path: str | Path) -> RunData:
     return RunData(path=p, fingerprint_id=(meta.get("fingerprint") or {}).get("fingerprint_id"),
                    cache=caches.pop() if len(caches) == 1 else None, runs=runs,
                    samples=samples, failures=failures,
-                   counters=_read(p, ctr.COUNTERS_CSV, lambda f: ctr.summarize(ctr.read(f))),
-                   counter_probes=_read(p, ctr.COUNTERS_CSV, lambda f: ctr.probes(ctr.read(f))))
+                   counters=counters[0], counter_probes=counters[1])
+
+
+def _counters(run_dir: Path) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, list[float]]]]:
+    """counters.csv's summary and probes per label, read as the run's other files are (no symlink)."""
+    rows = read_file(run_dir, ctr.COUNTERS_CSV, ctr.read)
+    return ctr.summarize(rows), ctr.probes(rows)
 
 
 def is_ab_run(run: RunData) -> bool:

@@ -118,7 +118,7 @@ class Verdict:
 
 def halves(run_dir: Path) -> dict[str, decide.RunData]:
     """condition -> its commands in the run (labels without the condition's prefix)."""
-    run = load.load_run(run_dir)
+    run = load.check_data(run_dir)
 
     def half(name: str) -> decide.RunData:
         prefix = f"{name}/"

@@ -22,7 +22,7 @@ from pathlib import Path
 from harness.catalog.variants import REPO_ROOT
 from harness.check.instructions import INSTRUCTIONS_JSON
 from harness.check.load import CheckError, is_run_dir
-from harness.pipeline import results as res
+from harness.judge import results as res
 from harness.pipeline.counters import COUNTERS_CSV
 
 

@@ -11,7 +11,7 @@ from harness.check import load as check_load
 from harness.check import report as check_report
 from harness.check.hyperfine_export import is_hyperfine_export, load_export
 from harness.machine import sysinfo
-from harness.pipeline import results
+from harness.judge import results
 from harness.pipeline.config_schema import BASELINE_PREFIX
 from harness.pipeline.run_request import Options
 from harness.units import format_size
@@ -34,7 +34,7 @@ def cmd_check(a: argparse.Namespace) -> int:
         current_dir, _code = decide.measure(opts)  # failed executions become "failed" verdicts
     else:
         current_dir = Path(a.current)
-    current = check_load.load_run(current_dir)
+    current = check_load.check_data(current_dir)
     notes = []
     if export:
         base, notes = load_export(export, current)
@@ -43,7 +43,7 @@ def cmd_check(a: argparse.Namespace) -> int:
             raise decide.CheckError(f"{current_dir}: not an A/B run (no {BASELINE_PREFIX} commands); give --baseline")
         base, current = check_load.split_ab(current)
     else:
-        base = check_load.load_run(base_dir)
+        base = check_load.check_data(base_dir)
     report = decide.compare(base, current, settings)
     report.notes += notes
     if a.instructions:

@@ -13,7 +13,7 @@ from typing import Callable
 
 from harness.history import store
 from harness.history.revisions import Repository, Revision, RevisionError
-from harness.pipeline.results import META_JSON, iso, utcnow
+from harness.judge.results import META_JSON, iso, utcnow
 from harness.pipeline.run import run
 from harness.pipeline.run_request import Options
 

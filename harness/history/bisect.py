@@ -144,7 +144,7 @@ class Bisection:
                        out=str(self.run_dir / "runs"), bin_dir=str(bin_dir), against=str(self.good_bin), yes=True)
         try:
             run_dir, _code = decide.measure(opts)
-            base, current = check_load.split_ab(check_load.load_run(run_dir))
+            base, current = check_load.split_ab(check_load.check_data(run_dir))
             report = decide.compare(base, current, decide.Settings(threshold=s.threshold, confidence=s.confidence))
         except decide.CheckError as e:
             step = Step(rev.sha, rev.subject, SKIP, f"it could not be measured: {e}",

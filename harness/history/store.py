@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import stats
-from harness.pipeline import results as res
+from harness.judge import results as res
 from harness.pipeline.config_schema import BASELINE_PREFIX
-from harness.pipeline.verdict import by_round
+from harness.judge.verdict import by_round
 
 RECORD_JSON = "record.json"
 RUN = "run"

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.catalog.tools import READ_TOOLS, SELF_TIMED, tools_with
-from harness.conditions.robust import configuration
+from harness.judge.robust import configuration
 from harness.conditions.spec import AS_IS
 from harness.machine import sysinfo
 

@@ -20,11 +20,11 @@ from harness.machine import page_cache as cachemod
 from harness.machine.processes import run_group
 from harness.pipeline import counters
 from harness.pipeline import effective
-from harness.pipeline import results as res
+from harness.judge import results as res
 from harness.pipeline.config_schema import Config
 from harness.pipeline.plan import TRACE, Command, Plan
 from harness.pipeline.preflight import Reference
-from harness.pipeline.results import iso, utcnow
+from harness.judge.results import iso, utcnow
 from harness.progress import Progress
 from harness.units import format_rate
 
@@ -67,7 +67,7 @@ class RunState:
     warnings: list[str] = field(default_factory=list)
     count_syscalls: bool = False  # perf can count io_uring_enter here
     confine: Callable[[Condition], Confinement] = lambda _cond: Confinement()  # harness/conditions/emulation.py
-    sequential: Any = None  # harness.pipeline.sequential.Sequential of a run --until-decided
+    sequential: Any = None  # harness.judge.sequential.Sequential of a run --until-decided
     added_since: float | None = None  # time.monotonic() when this process last added rounds
     show_output: bool = False  # each execution's output printed after it (hyperfine's --show-output)
 

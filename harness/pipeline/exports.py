@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.pipeline import results as res
+from harness.judge import results as res
 
 
 class ExportError(Exception):

@@ -33,8 +33,8 @@ from harness.machine import settings as system
 from harness.machine import signals
 from harness.machine import state as statemod
 from harness.pipeline import counters
-from harness.pipeline import results as res
-from harness.pipeline import sequential
+from harness.judge import results as res
+from harness.judge import sequential
 from harness.pipeline.config import ConfigError, load_config
 from harness.pipeline.config_schema import Config, with_baseline_build
 from harness.pipeline.estimate import estimate, format_duration

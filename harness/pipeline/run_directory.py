@@ -20,14 +20,14 @@ from harness.conditions.spec import Condition
 from harness.datasets.dataset import Dataset
 from harness.datasets.generate import ensure_dataset
 from harness.machine import sysinfo
-from harness.pipeline import results as res
-from harness.pipeline import verdict
+from harness.judge import results as res
+from harness.judge import verdict
 from harness.pipeline.config import load_config
 from harness.pipeline.execute import RunState
 from harness.pipeline.plan import Command, Plan, round_orders
 from harness.pipeline.preflight import (Reference, SetupError, check_binaries, check_cache_mode, dataset_reference,
                                required_tools)
-from harness.pipeline.results import iso, utcnow
+from harness.judge.results import iso, utcnow
 from harness.pipeline.run_request import Options, Validated
 from harness.progress import log
 

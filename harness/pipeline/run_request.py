@@ -12,7 +12,7 @@ from typing import Any
 from harness.catalog.knobs import KnobsError, load_knobs
 from harness.conditions import emulation
 from harness.datasets.dataset import Dataset
-from harness.pipeline import sequential
+from harness.judge import sequential
 from harness.pipeline.config import ConfigError, load_config, parse_config
 from harness.pipeline.config_schema import Config, with_baseline_build
 from harness.pipeline.estimate import estimate, format_duration
@@ -36,7 +36,7 @@ class Options:
     against: str | None = None  # a baseline build's bin dir: its hashers run beside these (A/B)
     yes: bool = False  # start a plan estimated over LONG_PLAN_S
     conditions: dict[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)  # --cores all,1 ...
-    until_decided: bool = False  # add rounds to the contenders until a winner is named (harness/pipeline/sequential.py)
+    until_decided: bool = False  # add rounds to the contenders until a winner is named (harness/judge/sequential.py)
     budget_s: float | None = None  # with until_decided: time for the added rounds
     max_rounds: int | None = None  # with until_decided: rounds at most
     warmup: int | None = None  # untimed executions before each timed one (a warm run)

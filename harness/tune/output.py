@@ -14,7 +14,7 @@ import tomli_w
 
 from harness import stats
 from harness.catalog.knobs import load_knobs
-from harness.pipeline import results as res
+from harness.judge import results as res
 from harness.pipeline.plan import Command, knob_word
 from harness.tune import wisdom
 from harness.tune.space import (COMPARE_ROUNDS, DEFAULT_VARIANT, FINAL_ROUNDS, GRID_FRACTION, Measure,

@@ -44,9 +44,9 @@ from typing import Any, Callable
 from harness import progress, stats
 from harness.catalog.knobs import load_knobs, switched_on
 from harness.conditions import emulation
-from harness.pipeline import decision
-from harness.pipeline import results as res
-from harness.pipeline import verdict
+from harness.judge import decision
+from harness.judge import results as res
+from harness.judge import verdict
 from harness.pipeline.config import parse_config
 from harness.pipeline.plan import Command, build_plan
 from harness.pipeline.run_directory import stamped_dir

@@ -20,11 +20,11 @@ from harness import stats
 from harness.catalog.knobs import load_knobs, switched_on
 from harness.catalog.tools import HASHER, REFERENCE_HASH, tools_with
 from harness.catalog.variants import REPO_ROOT, VariantsError, variant_list
-from harness.conditions import robust
+from harness.judge import robust
 from harness.conditions.spec import Condition, ConditionGrid
 from harness.datasets.dataset import Dataset
-from harness.pipeline import results as res
-from harness.pipeline import verdict
+from harness.judge import results as res
+from harness.judge import verdict
 from harness.pipeline.config import load_config, parse_config
 from harness.pipeline.config_schema import Config
 from harness.pipeline.estimate import estimate
@@ -245,7 +245,7 @@ def median(xs: list[float]) -> float | None:
 def ranked(walls: dict[str, list[float]], labels: list[str] | None = None) -> list[tuple[str, float]]:
     """(label, score) of the labels with successful executions, best first. The score is the median
     wall time; under several conditions (labels tagged " @<condition>") it is the robust pick's
-    measure (harness/conditions/robust.py) on pooled medians: the worst over the conditions of the median /
+    measure (harness/judge/robust.py) on pooled medians: the worst over the conditions of the median /
     the condition's best median, for the configurations measured in every condition."""
     medians = {lbl: statistics.median(ws) for lbl, ws in walls.items() if ws}
     tagged = {lbl: lbl.rsplit(" @", 1) for lbl in medians if " @" in lbl}

@@ -1,22 +1,23 @@
 """Read a run directory written by `ringsum run` into typed pandas tables.
 
-This is the stable entry point for everything that reads results (`ringsum report`,
-`ringsum check`): `load_run()`, `speed_limit()`, `load_trace()`. The per-command reduction of
-a runs table is harness/pipeline/results.py's `command_stats()`, the one every summary, chart and check uses.
+This is the one entry point for everything that reads a finished run (`ringsum report`, `check`,
+`compare`, `tune`, the ledger): `load_run()`, `speed_limit()`, `load_trace()`. The per-command reduction of
+a runs table is harness/judge/results.py's `command_stats()`, the one every summary, chart and check uses.
 """
 
 from __future__ import annotations
 
-import json
+import csv
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 import pandas as pd
 
 from harness import stats
-from harness.pipeline import results as harness_results
-from harness.pipeline import verdict
-from harness.pipeline.verdict import SpeedLimit
+from harness.judge import results as harness_results
+from harness.judge import verdict
+from harness.judge.verdict import SpeedLimit
 
 RUNS_CSV = harness_results.RUNS_CSV
 META_JSON = harness_results.META_JSON
@@ -29,6 +30,9 @@ TRACE_INDEX = harness_results.TRACE_INDEX_CSV
 # read as empty from older run directories.
 REQUIRED = ["label", "tool", "variant", "file", "file_size", "cache", "round", "wall_s",
             "throughput_Bps", "exit_code", "hash_ok", "started_at"]
+# Never empty in a row: every figure needs them, and every row says what ran on what (a failed
+# execution has no wall time or exit code; nothing lacks the rest).
+NEVER_BLANK = ("label", "tool", "file", "file_size", "cache", "round")
 
 
 class RunDirError(ValueError):
@@ -61,7 +65,7 @@ class Run:
     @property
     def decision_confidence(self) -> float:
         """The confidence the run's decision is made at: stricter than 95% for a run --until-decided,
-        which looked several times (meta.json `sequential`, harness/pipeline/sequential.py)."""
+        which looked several times (meta.json `sequential`, harness/judge/sequential.py)."""
         looks = self.meta.get("sequential") or {}
         return float(looks.get("confidence", stats.CONFIDENCE))
 
@@ -80,30 +84,64 @@ class Run:
         return None
 
 
-def _read_json(path: Path) -> dict:
+def read_file(run_dir: Path, name: str, reader: Callable[[Path], Any]) -> Any:
+    """reader(run_dir / name), any way it fails one RunDirError line naming the file. A symlink is
+    refused: a run directory's files are its own, and one planted there could make ringsum (as root)
+    read, and quote in an error, any file."""
+    path = run_dir / name
+    if path.is_symlink():
+        raise RunDirError(f"{run_dir}: {name} is a symlink, not the run's own file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        return reader(path)
+    except (OSError, ValueError, KeyError, TypeError, csv.Error, pd.errors.ParserError) as e:
+        # JSON and UTF-8 errors are ValueErrors
+        raise RunDirError(f"{run_dir}: {name} unreadable: {' '.join(str(e).split())}") from None
+
+
+def _runs_table(path: Path) -> pd.DataFrame:
+    header = harness_results.read_header(path)
+    if not header:
+        raise ValueError("empty file (no header, no runs)")
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise ValueError(f"not a runs table (no {', '.join(missing)} column)")
+    runs = harness_results.read_runs(path)
+    for column in NEVER_BLANK:
+        blank = runs[column].isna() | (runs[column].astype(str) == "")
+        if blank.any():
+            raise ValueError(f"row {int(blank.to_numpy().argmax()) + 1} after the header has no {column}")
+    for c in ("label", "tool", "variant", "group", "extra", "file", "cache", "error"):
+        runs[c] = runs[c].astype("string")
+    runs["started_at"] = pd.to_datetime(runs["started_at"], utc=True, errors="coerce")
+    return runs
+
+
+def _json_object(path: Path) -> dict:
+    """A JSON object, or {} for a file that is not there (an interrupted run may lack plan.json)."""
+    if not path.exists():
         return {}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise RunDirError(f"{path}: unreadable JSON ({e})") from e
+    data = harness_results.read_json(path)
     if not isinstance(data, dict):
-        raise RunDirError(f"{path}: expected a JSON object")
+        raise ValueError("expected a JSON object")
     return data
+
+
+def _meta(path: Path) -> dict:
+    meta = _json_object(path)
+    if not isinstance(meta.get("fingerprint") or {}, dict):
+        raise ValueError("not a run's metadata (a JSON object with a fingerprint object)")
+    return meta
 
 
 def _read_trace_index(path: Path) -> pd.DataFrame:
     columns = harness_results.TRACE_INDEX_COLUMNS
     if not path.exists():
         return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
-    try:
-        index = pd.read_csv(path, dtype={"label": "string", "file": "string", "trace": "string"},
-                            keep_default_na=False, na_values=[""])
-    except (OSError, ValueError, pd.errors.ParserError) as e:
-        raise RunDirError(f"{path}: unreadable CSV ({e})") from e
+    index = pd.read_csv(path, dtype={"label": "string", "file": "string", "trace": "string"},
+                        keep_default_na=False, na_values=[""])
     missing = [c for c in columns if c not in index.columns]
     if missing:
-        raise RunDirError(f"{path}: missing columns {', '.join(missing)}")
+        raise ValueError(f"missing columns {', '.join(missing)}")
     index["exit_code"] = pd.to_numeric(index["exit_code"], errors="coerce").astype("Int64")
     index["hash_ok"] = index["hash_ok"].map({True: True, False: False, "True": True,
                                              "False": False}).astype("boolean")
@@ -111,34 +149,21 @@ def _read_trace_index(path: Path) -> pd.DataFrame:
 
 
 def load_run(path: str | Path) -> Run:
-    """Load a run directory; raise RunDirError naming the file when it is not a usable run."""
+    """The one reader of a run directory (`ringsum report`, `check`, `compare`, `tune`, the ledger):
+    raise NotARunDir where there is no runs.csv, RunDirError naming the file and the problem where a
+    file is unusable (unreadable, not a runs table, a row without a label, a symlink)."""
     path = Path(path)
     csv_path = path / RUNS_CSV
-    if not csv_path.is_file():
+    if not csv_path.is_file() and not csv_path.is_symlink():
         raise NotARunDir(f"{path}: not a run directory (no {RUNS_CSV})")
-    try:
-        header = csv_path.open(encoding="utf-8").readline().strip().split(",")
-    except (OSError, UnicodeDecodeError) as e:
-        raise RunDirError(f"{csv_path}: unreadable ({e})") from e
-    if header == [""]:
-        raise RunDirError(f"{csv_path}: empty file (no header, no runs)")
-    missing = [c for c in REQUIRED if c not in header]
-    if missing:
-        raise RunDirError(f"{csv_path}: not a runs table (missing columns: {', '.join(missing)})")
-    try:
-        runs = harness_results.read_runs(csv_path)
-    except (ValueError, TypeError) as e:
-        raise RunDirError(f"{csv_path}: corrupt row ({e})") from e
-    for c in ("label", "tool", "variant", "group", "extra", "file", "cache", "error"):
-        runs[c] = runs[c].astype("string")
-    runs["started_at"] = pd.to_datetime(runs["started_at"], utc=True, errors="coerce")
-    return Run(path=path, meta=_read_json(path / META_JSON), runs=runs,
-               traces=_read_trace_index(path / TRACE_INDEX), plan=_read_json(path / PLAN_JSON))
+    runs = read_file(path, RUNS_CSV, _runs_table)
+    return Run(path=path, meta=read_file(path, META_JSON, _meta), runs=runs,
+               traces=read_file(path, TRACE_INDEX, _read_trace_index), plan=read_file(path, PLAN_JSON, _json_object))
 
 
 def speed_limit(run: Run, file_size: int | None = None) -> SpeedLimit | None:
     """The speed limit of the run's file of that size (default: the largest), recomputed from
-    runs.csv by the harness's one definition (harness/pipeline/verdict.py); None without a reader."""
+    runs.csv by the harness's one definition (harness/judge/verdict.py); None without a reader."""
     runs = run.runs if file_size is None else run.runs[run.runs["file_size"] == file_size]
     return verdict.speed_limit(runs)
 

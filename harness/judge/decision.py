@@ -7,7 +7,7 @@ A winner is decided when the paired per-round ratio of the fastest hasher (by me
 other has its interval wholly below 1 at the decision's confidence. That confidence is 95% for one
 look at the data; a run that adds rounds until decided looks several times, and each look then
 uses a stricter confidence so that the chance of ever naming a winner that is not one stays 5%
-(harness/pipeline/sequential.py).
+(harness/judge/sequential.py).
 
 The estimate of more rounds comes from the interval itself: with n rounds its upper end is below
 1 when at most k-1 rounds have the fastest not faster, k the order statistic of n at the

@@ -1,6 +1,6 @@
 """What a run says: the speed limit, every command's paired ratio to it, the summary table and the
 headline answer (what to use on this machine, how sure that is, and whether the runner-up is
-really slower or a tie). Pure functions of the runs table (`harness.pipeline.results.read_runs()`); every
+really slower or a tie). Pure functions of the runs table (`harness.judge.results.read_runs()`); every
 median, interval and ratio comes from `harness.stats`.
 
 The speed limit is the fastest plain read of the same bytes in the same run: in each round, the
@@ -19,10 +19,10 @@ from typing import Any
 
 from harness import stats
 from harness.catalog.tools import FIO_RANDOM, HASHER, PLAIN_READ, READ_TOOLS, REFERENCE_HASH, SELF_TIMED, the_tool, tools_with
-from harness.conditions import robust
-from harness.conditions.robust import condition_names, one_condition
-from harness.pipeline.decision import Decision, decide
-from harness.pipeline.results import command_stats, succeeded
+from harness.judge import robust
+from harness.judge.robust import condition_names, one_condition
+from harness.judge.decision import Decision, decide
+from harness.judge.results import command_stats, succeeded
 from harness.units import about_size, format_rate, format_size
 
 RoundTimes = stats.RoundTimes
@@ -295,7 +295,7 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
              condition: str | None = None, confidence: float = stats.CONFIDENCE) -> Headline:
     """The headline for one dataset (default: the run's largest) in one condition (default: the
     first); argv maps labels to their command lines; `confidence`: the decision's, per comparison
-    (stricter than 95% for a run that looked several times, harness/pipeline/sequential.py)."""
+    (stricter than 95% for a run that looked several times, harness/judge/sequential.py)."""
     rows = one_file(one_condition(runs, condition), file)
     files = rows["files"].dropna() if "files" in rows else []
     h = Headline(file_size=int(rows["file_size"].max()) if len(rows) else 0, cache=cache,

@@ -7,7 +7,7 @@ is the configuration whose worst such ratio over the conditions is smallest: wha
 next machine may be any of them. Its worst ratio is given with its interval and the condition it
 comes from; a pick whose worst interval contains 1 is as good as the best everywhere.
 
-harness/pipeline/verdict.py feeds these the per-round times of each condition (its rows are cut by
+harness/judge/verdict.py feeds these the per-round times of each condition (its rows are cut by
 `one_condition`).
 """
 

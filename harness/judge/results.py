@@ -1,6 +1,6 @@
 """The results of a run: the runs.csv record and its writer/reader, meta.json, and the per-command
 reduction of the runs table (`command_stats()`). What the numbers say (the speed limit, the summary,
-the headline) is harness/pipeline/verdict.py.
+the headline) is harness/judge/verdict.py.
 """
 
 from __future__ import annotations

@@ -26,9 +26,9 @@ from typing import Any
 
 from harness import stats
 from harness.catalog.tools import HASHER, REFERENCE_HASH, tools_with
-from harness.pipeline import results as res
-from harness.pipeline import verdict
-from harness.pipeline.decision import Decision
+from harness.judge import results as res
+from harness.judge import verdict
+from harness.judge.decision import Decision
 
 MAX_ROUNDS_FACTOR = 4  # default max_rounds: this many times the config's rounds
 MAX_ROUNDS_CAP = 100
