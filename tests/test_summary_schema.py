@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from jsonschema import Draft202012Validator
 
 from harness.judge.load import load_run
 from harness.catalog.variants import REPO_ROOT
+from harness.judge import summary as judge_summary
 from harness.judge import verdict
 from harness.judge.results import SUMMARY_JSON, write_json_atomic
 
@@ -130,3 +132,30 @@ def test_a_command_that_never_succeeded_is_written_as_null_times(tmp_path):
     (cat,) = [c for c in document["commands"] if c["label"] == "cat @as-is"]
     assert cat["n"] == 0 and cat["median_s"] is None
     assert errors(document) == []
+
+
+def kept_run_directories() -> list[Path]:
+    """Every kept run under docs/ whole enough to judge again (trimmed ones lack plan.json)."""
+    return sorted(p.parent for p in (REPO_ROOT / "docs").rglob(SUMMARY_JSON) if (p.parent / "plan.json").is_file())
+
+
+def test_kept_summaries_regenerate_byte_for_byte():
+    """The judge's output does not drift: summary.txt and summary.json of every kept run are what
+    harness/judge/summary.py, the code a run ends with, makes of that run's files today."""
+    kept = kept_run_directories()
+    assert len(kept) >= 40
+    assert {str(d / name) for d in kept for name in judge_summary.unchanged(d)} == set()
+
+
+def test_a_changed_summary_is_named(tmp_path):
+    """The check above can fail: one round's time changed in a copy of a kept run changes its summary."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(REPO_ROOT / "docs" / "decisions" / "vs-b3sum-run", run_dir)
+    assert judge_summary.unchanged(run_dir) == []
+    lines = (run_dir / "runs.csv").read_text().splitlines(keepends=True)
+    header = lines[0].rstrip("\n").split(",")
+    cells = lines[1].rstrip("\n").split(",")
+    cells[header.index("wall_s")] = str(float(cells[header.index("wall_s")]) * 3)
+    lines[1] = ",".join(cells) + "\n"
+    (run_dir / "runs.csv").write_text("".join(lines))
+    assert judge_summary.unchanged(run_dir) == ["summary.json", "summary.txt"]

@@ -246,13 +246,17 @@ def read_runs(path: str | Path) -> "Any":
 
 # --- meta.json ---
 
+def json_text(data: Any) -> str:
+    """A run directory's JSON files as written: two-space indent, keys in their order, a final newline."""
+    return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write to a temporary file, fsync, rename: the old file stays whole if the write fails."""
     tmp = path.with_name(path.name + ".tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=False, default=str)
-            f.write("\n")
+            f.write(json_text(data))
             f.flush()
             os.fsync(f.fileno())
     except BaseException:

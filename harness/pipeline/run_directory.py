@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import stats
 from harness.catalog.tools import REFERENCE_HASH, the_tool
 from harness.conditions.emulation import Environment, ram_root
 from harness.conditions.spec import Condition
@@ -21,7 +20,7 @@ from harness.datasets.dataset import Dataset
 from harness.datasets.generate import ensure_dataset
 from harness.machine import sysinfo
 from harness.judge import results as res
-from harness.judge import verdict
+from harness.judge import summary as judge_summary
 from harness.pipeline.config import load_config
 from harness.pipeline.execute import RunState
 from harness.pipeline.plan import Command, Plan, round_orders
@@ -197,39 +196,19 @@ def stopped(state: RunState, reason: str) -> int:
     return 1
 
 
-def sequential_line(data: dict) -> str:
-    """summary.txt's last line for a run --until-decided: how it ended, and the confidence of its looks."""
-    out = data.get("outcome", {})
-    ended = {"decided": "a winner is named", "budget": "the time budget ended", None: "the run ended",
-             "no hasher": "no hasher succeeded, nothing to decide",
-             "max_rounds": f"the {data['max_rounds']} rounds at most are done"}.get(out.get("stopped_by"), "?")
-    return (f"until decided: {out.get('rounds', '?')} rounds, {ended}; the decision looked at most {data['looks']} "
-            f"times, each at {data['confidence']:.2%} so that all of them together are wrong at most 5% of the time; "
-            f"{out.get('spent_s', 0.0):.0f} s on added rounds\n")
-
-
 def finish(state: RunState) -> int:
     run_dir = state.run_dir
-    df = res.read_runs(run_dir / res.RUNS_CSV)
-    cache = state.plan.cache
     meta = res.read_json(run_dir / res.META_JSON)
-    meta["speed_limit"] = verdict.meta_speed_limit(df, cache)
+    meta["speed_limit"] = judge_summary.speed_limit(run_dir)
     meta["finished_at"] = iso(utcnow())
     meta["outcome"] = {"hash_mismatches": state.mismatches, "failures": state.failures,
                        "warnings": state.warnings[:200]}
     res.write_json_atomic(run_dir / res.META_JSON, meta)
-    argv = {c.label: list(c.argv) for c in state.plan.commands}
-    seq = state.sequential  # a run --until-decided looked several times: its decision is stricter
-    confidence = seq.confidence if seq else stats.CONFIDENCE
-    res.write_json_atomic(run_dir / res.SUMMARY_JSON, verdict.summary_json(df, cache, argv, confidence)
-                          | ({"sequential": meta.get("sequential")} if seq else {}))
-    summary = verdict.summarize(df, cache, argv, confidence) + (sequential_line(meta["sequential"]) if seq else "")
-    (run_dir / res.SUMMARY_TXT).write_text(summary)
+    summary, findings = judge_summary.write(run_dir)
     print(summary, end="")
     print(f"run directory: {run_dir}")
-    for what, text in verdict.headline(df, cache).items():
-        if what == "FINDING":
-            log(f"ringsum: FINDING: {text}")
+    for text in findings:
+        log(f"ringsum: FINDING: {text}")
     resident_warn = [w for w in state.warnings if "resident" in w]
     if resident_warn:
         log(f"WARNING: {len(resident_warn)} runs started with the file (partly) in the page cache; "
