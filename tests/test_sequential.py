@@ -18,6 +18,7 @@ from harness import stats
 from harness.judge import decision
 from harness.judge import sequential
 from harness.judge.results import read_runs
+from harness.pipeline.plan import added_round_orders
 from test_harness_run import REPO, own_run_lock, ringsum, run_dirs  # noqa: F401 (the fixture: a lock of its own)
 
 
@@ -63,8 +64,8 @@ def test_looks_and_their_confidence_are_fixed_before_the_run():
 
 
 def test_added_rounds_are_shuffled_alike_on_resume():
-    first = sequential.add_rounds([["a"]] * 3, ["x", "y", "z"], 2, 1, seed=11)
-    again = sequential.add_rounds([["a"]] * 3, ["x", "y", "z"], 2, 1, seed=11)
+    first = added_round_orders([["a"]] * 3, ["x", "y", "z"], 2, 1, seed=11)
+    again = added_round_orders([["a"]] * 3, ["x", "y", "z"], 2, 1, seed=11)
     assert first == again and len(first) == 2 and all(sorted(o) == ["x", "y", "z"] for o in first)
 
 

@@ -19,7 +19,6 @@ the rounds too). Hashers once clearly beaten get no more rounds.
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -91,11 +90,13 @@ def settled(h: Any) -> bool:
     return d.decided
 
 
-def current_decision(runs: Any, cache: str, argv: dict[str, list[str]], seq: Sequential) -> tuple[Decision, Any]:
-    """The decision at this look, and the headline it is part of."""
-    h = verdict.headline(runs, cache, argv, confidence=seq.confidence)
+def current_decision(run_dir: Path, seq: Sequential) -> tuple[Decision, Any, Any]:
+    """The decision at this look, the headline it is part of, and the runs table it was made from:
+    of the run directory as it stands, as its summary will be."""
+    run = res.run_files(run_dir)
+    h = verdict.headline(run.runs, run.cache, run.argv, confidence=seq.confidence)
     assert h.decision is not None
-    return h.decision, h
+    return h.decision, h, run.runs
 
 
 def next_round_labels(h: Any) -> list[str]:
@@ -110,23 +111,6 @@ def round_seconds(runs: Any, labels: list[str], overhead_s: float) -> float:
     the per-execution overhead (cache drop, start-up)."""
     walls = runs[runs["label"].astype(str).isin(labels)].groupby("label")["wall_s"].median()
     return float(walls.sum()) + overhead_s * len(labels)
-
-
-def add_rounds(orders: list[list[str]], labels: list[str], count: int, runs_per_round: int, seed: int) -> list[list[str]]:
-    """`count` more round orders of `labels`, shuffled by a generator seeded from the run's seed and
-    the round number (a resumed run makes the same ones)."""
-    out = []
-    for rnd in range(len(orders) + 1, len(orders) + count + 1):
-        order = [lbl for lbl in labels for _ in range(runs_per_round)]
-        random.Random(seed * 1_000_003 + rnd).shuffle(order)
-        out.append(order)
-    return out
-
-
-def save_orders(run_dir: Path, orders: list[list[str]]) -> None:
-    plan = res.read_json(run_dir / res.PLAN_JSON)
-    plan["orders"], plan["rounds"] = orders, len(orders)
-    res.write_json_atomic(run_dir / res.PLAN_JSON, plan)
 
 
 def record(run_dir: Path, seq: Sequential, outcome: dict[str, Any] | None = None) -> None:

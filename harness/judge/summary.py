@@ -14,18 +14,10 @@ from harness.judge import results as res
 from harness.judge import verdict
 
 
-def _parts(run_dir: Path) -> tuple[Any, str, dict[str, list[str]], dict[str, Any] | None]:
-    """(runs table, cache mode, label -> argv, meta.json's `sequential` or None)."""
-    plan = res.read_json(run_dir / res.PLAN_JSON)
-    meta = res.read_json(run_dir / res.META_JSON)
-    argv = {str(c["label"]): [str(a) for a in c["argv"]] for c in plan["commands"]}
-    return res.read_runs(run_dir / res.RUNS_CSV), str(plan["cache"]), argv, meta.get("sequential")
-
-
 def speed_limit(run_dir: Path) -> dict[str, Any]:
     """meta.json's `speed_limit`: the fastest plain read of the run's file, and each command's ratio to it."""
-    runs, cache, _, _ = _parts(run_dir)
-    return verdict.meta_speed_limit(runs, cache)
+    run = res.run_files(run_dir)
+    return verdict.meta_speed_limit(run.runs, run.cache)
 
 
 def sequential_line(data: dict[str, Any]) -> str:
@@ -42,11 +34,12 @@ def sequential_line(data: dict[str, Any]) -> str:
 def summary(run_dir: Path) -> tuple[str, dict[str, Any], list[str]]:
     """(summary.txt, summary.json, the findings to call out) of a finished run. A run --until-decided
     looked several times: its decision is made at the stricter confidence it recorded."""
-    runs, cache, argv, seq = _parts(run_dir)
+    run = res.run_files(run_dir)
+    seq = run.sequential
     confidence = float(seq["confidence"]) if seq else stats.CONFIDENCE
-    text = verdict.summarize(runs, cache, argv, confidence) + (sequential_line(seq) if seq else "")
-    data = verdict.summary_json(runs, cache, argv, confidence) | ({"sequential": seq} if seq else {})
-    findings = [t for what, t in verdict.headline(runs, cache).items() if what == "FINDING"]
+    text = verdict.summarize(run.runs, run.cache, run.argv, confidence) + (sequential_line(seq) if seq else "")
+    data = verdict.summary_json(run.runs, run.cache, run.argv, confidence) | ({"sequential": seq} if seq else {})
+    findings = [t for what, t in verdict.headline(run.runs, run.cache).items() if what == "FINDING"]
     return text, data, findings
 
 

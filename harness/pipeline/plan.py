@@ -393,3 +393,15 @@ def round_orders(labels: list[str], rounds: int, runs_per_round: int, seed: int)
                 break
         orders.append(order)
     return orders
+
+
+def added_round_orders(orders: list[list[str]], labels: list[str], count: int, runs_per_round: int,
+                       seed: int) -> list[list[str]]:
+    """--until-decided: `count` more round orders of `labels`, shuffled by a generator seeded from the
+    run's seed and the round number (a resumed run makes the same ones)."""
+    out = []
+    for rnd in range(len(orders) + 1, len(orders) + count + 1):
+        order = [lbl for lbl in labels for _ in range(runs_per_round)]
+        random.Random(seed * 1_000_003 + rnd).shuffle(order)
+        out.append(order)
+    return out

@@ -40,12 +40,12 @@ from harness.pipeline.config_schema import Config, with_baseline_build
 from harness.pipeline.estimate import estimate, format_duration
 from harness.pipeline.execute import RunState, RunStopped, describe, disk_full, execute, shown_output, traced_run
 from harness.pipeline.option_probe import HasherRejects, check_hashers
-from harness.pipeline.plan import Plan, build_plan
+from harness.pipeline.plan import Plan, added_round_orders, build_plan
 from harness.pipeline.preflight import SetupError, check_binaries, check_cache_mode, check_paths, required_tools
 from harness.pipeline.run_request import Options, Validated, validate_new_run
 from harness.progress import Progress, log
 from harness.pipeline.run_directory import (append_csv_row, finish, finished_at, prepare_new_run,
-                            prepare_resume, read_trace_index, record_settings, stopped)
+                            prepare_resume, read_trace_index, record_settings, save_orders, stopped)
 from harness.machine.signals import EndingSignals, ending_signals_raise
 from harness.catalog.tools import HASHER, SELF_TIMED, tools_with
 
@@ -231,9 +231,7 @@ def _run_rounds(state: RunState, todo: list[tuple[int, int]], writer: res.RunsWr
 def _more_rounds(state: RunState, progress: Progress) -> list[tuple[int, int]]:
     """--until-decided: the (round, position)s of the next rounds to run, none once decided or out of budget."""
     seq, run_dir = state.sequential, state.run_dir
-    argv = {c.label: list(c.argv) for c in state.plan.commands}
-    runs = res.read_runs(run_dir / res.RUNS_CSV)
-    decision, h = sequential.current_decision(runs, state.plan.cache, argv, seq)
+    decision, h, runs = sequential.current_decision(run_dir, seq)
     now = time.monotonic()
     spent = (res.read_json(run_dir / res.META_JSON)["sequential"].get("outcome", {}).get("spent_s", 0.0)
              + (now - state.added_since if state.added_since is not None else 0.0))
@@ -251,10 +249,10 @@ def _more_rounds(state: RunState, progress: Progress) -> list[tuple[int, int]]:
         + (f"; stop: {why}" if why else f"; {count} more rounds of {len(labels)} commands"))
     if why:
         return []
-    added = sequential.add_rounds(state.orders, labels, count, state.plan.runs_per_round, state.seed)
+    added = added_round_orders(state.orders, labels, count, state.plan.runs_per_round, state.seed)
     state.orders.extend(added)
     state.plan = dataclasses.replace(state.plan, rounds=len(state.orders))
-    sequential.save_orders(run_dir, state.orders)
+    save_orders(run_dir, state.orders)
     state.added_since = now
     todo = [(rnd, pos) for rnd in range(len(state.orders) - count + 1, len(state.orders) + 1)
             for pos in range(len(state.orders[rnd - 1]))]

@@ -196,6 +196,13 @@ def stopped(state: RunState, reason: str) -> int:
     return 1
 
 
+def save_orders(run_dir: Path, orders: list[list[str]]) -> None:
+    """plan.json's round orders and count, as --until-decided added rounds."""
+    plan = res.read_json(run_dir / res.PLAN_JSON)
+    plan["orders"], plan["rounds"] = orders, len(orders)
+    res.write_json_atomic(run_dir / res.PLAN_JSON, plan)
+
+
 def finish(state: RunState) -> int:
     run_dir = state.run_dir
     meta = res.read_json(run_dir / res.META_JSON)
