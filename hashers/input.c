@@ -314,6 +314,8 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	/* Buffered reads live on readahead: saying the file is read in order doubles its window. */
 	if (r->cfg->knobs.fadvise_sequential && !in->direct && !in->stream)
 		posix_fadvise(in->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (r->cfg->knobs.fadvise_noreuse && !in->direct && !in->stream)
+		posix_fadvise(in->fd, 0, 0, POSIX_FADV_NOREUSE);
 	if (r->cfg->knobs.iopoll)
 		return in->stream ? -ERR_NOT_POLLABLE : check_pollable(&in->st);
 	if (r->cfg->knobs.fixed_file) {

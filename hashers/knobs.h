@@ -73,6 +73,8 @@
 	FLAG(serial_hash, 0, ALL, "serial", 0, "hash every block of the ring on one core\n" \
 	     "uring_b3sum's default: on one core only while the reads are behind") \
 	FLAG(fadvise_sequential, 0, ALL, "seq", 0, "POSIX_FADV_SEQUENTIAL on buffered reads: doubles readahead") \
+	FLAG(fadvise_noreuse, 0, ALL, "noreuse", 0, "POSIX_FADV_NOREUSE on buffered reads: pages read age out first\n" \
+	     "(Linux 6.3+; earlier kernels ignore it)") \
 	FLAG(buffered, 0, ALL, "buffered", 0, "never O_DIRECT, not even for uring_b3sum's cold files\n" \
 	     "(its default for a cold file of --direct-min or more)") \
 	FLAG(dontcache, 0, ALL, "dontcache", 0, "RWF_DONTCACHE on buffered reads (Linux 6.14+)\n" \
