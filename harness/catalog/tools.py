@@ -103,6 +103,10 @@ def _b3sum(exe: str, knobs: dict[str, Any], d: Dataset) -> ToolCommand:
                        {"num_threads": nt, "mmap": not no_mmap})
 
 
+def _b2sum(exe: str, knobs: dict[str, Any], d: Dataset) -> ToolCommand:
+    return ToolCommand(_reading(d, [exe, "--"]), "b2sum")
+
+
 def _xxhsum(exe: str, knobs: dict[str, Any], d: Dataset) -> ToolCommand:
     algo = knobs["algo"]
     flags = [] if algo == "xxh64" else [f"-H{XXH_ALGOS[algo]}"]
@@ -187,6 +191,8 @@ TOOL_LIST = (
          _b3sum, roles=frozenset({REFERENCE_HASH, B3SUM_OUTPUT}), version=lambda out: out.split()[-1]),
     Tool("xxhsum", {"algo": (_xxh_algo, ("xxh64",))}, _xxhsum, roles=frozenset({OTHER_HASH}),
          hash_Bps=6e9, version=lambda out: re.search(r"\d+\.\d+\.\d+", out).group(0)),
+    Tool("b2sum", {}, _b2sum, roles=frozenset({OTHER_HASH}), hash_Bps=6e8,
+         version=lambda out: re.search(r"\d+\.\d+", out).group(0)),
     Tool("fio", {"bs": (config_values.size, (512 << 10,)), "iodepth": (config_values.posint, (2,)),
                  "direct": (config_values.boolean, (True,)), "ioengine": (_fio_engine, ("io_uring",)),
                  "rw": (_fio_rw, ("read",)), "iodepth_batch_submit": (_fio_batch, (None,)),
