@@ -33,7 +33,7 @@ from harness import stats
 from harness.check import decide
 from harness.check.hyperfine_export import is_hyperfine_export, load_export
 from harness.check.load import CheckError, RunData, check_data
-from harness.pipeline.counters import CounterChange
+from harness.judge.counters import CounterChange
 from harness.units import about_size
 
 VERDICT_NAMES = {decide.REGRESSION: "slower", decide.IMPROVEMENT: "faster",
@@ -167,7 +167,7 @@ def _counter_lines(result: Comparison) -> list[str]:
         return []
     moved = [c for c in result.counters if c.verdict != decide.NO_CHANGE]
     return [f"behaviour counters: {len(result.counters)} compared, {len(moved)} out of tolerance "
-            f"(harness/pipeline/counters.py)"] + [f"  {c.label}  {c.counter}: {c.baseline:g} -> {c.current:g} ({c.change}) "
+            f"(harness/judge/counters.py)"] + [f"  {c.label}  {c.counter}: {c.baseline:g} -> {c.current:g} ({c.change}) "
                                          f"{COUNTER_VERDICTS.get(c.verdict, c.verdict)}" for c in moved]
 
 

@@ -20,7 +20,7 @@ from harness import compare
 from harness.check import decide
 from harness.check.load import check_data
 from harness.cli import main as cli
-from harness.pipeline import counters
+from harness.judge import counters
 
 pytestmark = pytest.mark.independent
 

@@ -1,4 +1,4 @@
-"""Behaviour counters (harness/pipeline/counters.py) of real hasher executions, and the injected I/O
+"""Behaviour counters (harness/pipeline/counters.py measures, harness/judge/counters.py judges) of real hasher executions, and the injected I/O
 regressions of the faults build that they must see: depth:1 (queue depth ignored) and
 buffered:1 (O_DIRECT dropped); plus the tolerance rules on fixed numbers."""
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.machine import page_cache as cachemod
+from harness.judge import counters as judged
 from harness.pipeline import counters
 
 REPO = Path(__file__).resolve().parent.parent
@@ -25,7 +26,7 @@ def _prepare(file: Path):
     return prepare
 
 
-def _probe(tmp_path: Path, file: Path, argv: list[str], env: dict[str, str] | None = None) -> counters.Counters:
+def _probe(tmp_path: Path, file: Path, argv: list[str], env: dict[str, str] | None = None) -> judged.Counters:
     trace = tmp_path / "trace.csv"
     trace.unlink(missing_ok=True)
     old = dict(os.environ)
@@ -79,7 +80,7 @@ def test_queue_depth_ignored_shows_in_peak_in_flight(tmp_path: Path, data: Path)
         injected = _probe(tmp_path, data, argv, {"RINGSUM_FAULTS": "depth:1"})
         assert injected.peak_in_flight == 1, variant
         assert normal.peak_in_flight == 8, variant
-        assert counters.judge("peak_in_flight", normal.peak_in_flight, injected.peak_in_flight) == "regression"
+        assert judged.judge("peak_in_flight", normal.peak_in_flight, injected.peak_in_flight) == "regression"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="residency after a cold read needs drop_caches (root)")
@@ -89,7 +90,7 @@ def test_o_direct_dropped_shows_in_residency(tmp_path: Path, data: Path) -> None
     dropped = _probe(tmp_path, data, argv, {"RINGSUM_FAULTS": "buffered:1"})
     assert direct.resident_after is not None and direct.resident_after < 0.1
     assert dropped.resident_after is not None and dropped.resident_after > 0.9
-    assert counters.judge("resident_after", direct.resident_after, dropped.resident_after) == "regression"
+    assert judged.judge("resident_after", direct.resident_after, dropped.resident_after) == "regression"
 
 
 def test_fault_spec_from_a_file_beside_the_binary(tmp_path: Path, data: Path) -> None:
@@ -104,19 +105,19 @@ def test_fault_spec_from_a_file_beside_the_binary(tmp_path: Path, data: Path) ->
 
 
 def test_tolerances_need_both_bounds_and_know_which_way_is_worse() -> None:
-    assert counters.judge("reads", 128, 130) == "no change"      # within the absolute bound
-    assert counters.judge("reads", 128, 256) == "regression"
-    assert counters.judge("reads", 128, 64) == "improvement"
-    assert counters.judge("peak_in_flight", 8, 8) == "no change"
-    assert counters.judge("peak_in_flight", 4, 3) == "no change"  # the single thread reaches its depth or misses by one
-    assert counters.judge("peak_in_flight", 8, 1) == "regression"
-    assert counters.judge("peak_in_flight", 4, 8) == "improvement"
-    assert counters.judge("resident_after", 1.0, 0.0) == "regression"  # either way is a change
-    assert counters.judge("max_rss_kib", 10_000, 12_000) == "no change"
-    assert counters.judge("max_rss_kib", 10_000, 40_000) == "regression"
-    assert counters.judge("mean_in_flight", 3.0, 0.0) == "no change"  # shown, never judged
+    assert judged.judge("reads", 128, 130) == "no change"      # within the absolute bound
+    assert judged.judge("reads", 128, 256) == "regression"
+    assert judged.judge("reads", 128, 64) == "improvement"
+    assert judged.judge("peak_in_flight", 8, 8) == "no change"
+    assert judged.judge("peak_in_flight", 4, 3) == "no change"  # the single thread reaches its depth or misses by one
+    assert judged.judge("peak_in_flight", 8, 1) == "regression"
+    assert judged.judge("peak_in_flight", 4, 8) == "improvement"
+    assert judged.judge("resident_after", 1.0, 0.0) == "regression"  # either way is a change
+    assert judged.judge("max_rss_kib", 10_000, 12_000) == "no change"
+    assert judged.judge("max_rss_kib", 10_000, 40_000) == "regression"
+    assert judged.judge("mean_in_flight", 3.0, 0.0) == "no change"  # shown, never judged
     # two identical builds, the second probed while a CPU-heavy test ran beside it (make test, 2026-11-24)
-    assert counters.judge("ctx_switches", 8, 118) == "no change"
+    assert judged.judge("ctx_switches", 8, 118) == "no change"
 
 
 def test_trace_figures_weight_in_flight_by_time(tmp_path: Path) -> None:
@@ -132,13 +133,13 @@ def test_trace_figures_weight_in_flight_by_time(tmp_path: Path) -> None:
 
 
 def test_counters_csv_round_trip_and_medians(tmp_path: Path) -> None:
-    path = tmp_path / counters.COUNTERS_CSV
+    path = tmp_path / judged.COUNTERS_CSV
     for rss in (100, 300, 200):
-        counters.append(path, counters.Counters("a", "f", 0, 10, 1.5, rss // 100, 7, 1000, 20, 50, rss, 1.0))
-    counters.append(path, counters.Counters("a", "f", 1, None, None, None, None, None, None, None, None, None))
-    rows = counters.read(path)
+        judged.append(path, judged.Counters("a", "f", 0, 10, 1.5, rss // 100, 7, 1000, 20, 50, rss, 1.0))
+    judged.append(path, judged.Counters("a", "f", 1, None, None, None, None, None, None, None, None, None))
+    rows = judged.read(path)
     assert len(rows) == 4 and rows[0].reads == 10 and rows[0].mean_in_flight == 1.5
-    med = counters.summarize(rows)
+    med = judged.summarize(rows)
     assert med["a"]["max_rss_kib"] == 200  # failed probes do not count
     assert med["a"]["peak_in_flight"] == 3  # a peak is the most any probe reached
 
@@ -147,11 +148,11 @@ def test_a_timing_counter_is_judged_only_beyond_its_own_spread() -> None:
     """io_uring_enter calls depend on when completions arrive: one build against itself went 21 -> 114
     (issue "gate"). Judged only where every probe of one side lies beyond the other's by more than
     either side's spread, and past the tolerance."""
-    assert counters.judge_timing("uring_enters", [21, 23, 110], [114, 115, 118]) == "no change"
-    assert counters.judge_timing("uring_enters", [21, 21, 22], [300, 310, 320]) == "regression"
-    assert counters.judge_timing("uring_enters", [21, 21, 22], [40, 41, 42]) == "no change"  # apart, within 200% and 30
+    assert judged.judge_timing("uring_enters", [21, 23, 110], [114, 115, 118]) == "no change"
+    assert judged.judge_timing("uring_enters", [21, 21, 22], [300, 310, 320]) == "regression"
+    assert judged.judge_timing("uring_enters", [21, 21, 22], [40, 41, 42]) == "no change"  # apart, within 200% and 30
     # without the probes (a summary alone), a timing counter is shown, not judged
-    assert counters.compare({"x": {"uring_enters": 21.0}}, {"x": {"uring_enters": 400.0}})[0].verdict == "no change"
-    both = counters.compare({"x": {"uring_enters": 21.0}}, {"x": {"uring_enters": 310.0}},
+    assert judged.compare({"x": {"uring_enters": 21.0}}, {"x": {"uring_enters": 400.0}})[0].verdict == "no change"
+    both = judged.compare({"x": {"uring_enters": 21.0}}, {"x": {"uring_enters": 310.0}},
                        {"x": {"uring_enters": [21, 21, 22]}}, {"x": {"uring_enters": [300, 310, 320]}})
     assert both[0].verdict == "regression"

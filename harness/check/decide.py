@@ -25,7 +25,7 @@ with their reference) of figure(current) / figure(baseline); a regression only w
 interval lies above 1 + threshold, an improvement only when it lies below 1 - threshold,
 inconclusive when it reaches past both, otherwise "no change".
 
-Behaviour counters (harness/pipeline/counters.py: reads, in-flight, io_uring_enter calls, read bytes,
+Behaviour counters (harness/judge/counters.py: reads, in-flight, io_uring_enter calls, read bytes,
 context switches, page faults, peak RSS, residency) of each hasher's probes, compared median to
 median within measured tolerances: an I/O regression shows there exactly.
 
@@ -48,7 +48,7 @@ from harness.catalog.tools import HASHER
 from harness.check.settings import (DEFAULT_CONFIDENCE, DEFAULT_INSTRUCTION_TOLERANCE, DEFAULT_THRESHOLD,  # noqa: F401
                                     MIN_RUNS, RESAMPLES, parse_fraction)
 from harness.check.load import REFERENCE_TOOLS, CheckError, RunData, Sample, is_run_dir
-from harness.pipeline import counters as ctr
+from harness.judge import counters as ctr
 from harness.pipeline.run import run
 
 SEED = 20230701

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from harness.catalog.tools import PLAIN_READ, SELF_TIMED, the_tool, tools_with
-from harness.pipeline import counters as ctr
+from harness.judge import counters as ctr
 from harness.judge import results as res
 from harness.judge.load import RunDirError, load_run, read_file
 from harness.pipeline.config_schema import BASELINE_PREFIX

@@ -77,7 +77,7 @@ def _counter_rows(report: Report) -> list[tuple[str, str, str, str, str, str]]:
 def _counter_summary(report: Report) -> str:
     labels = {c.label for c in report.counters}
     return (f"behaviour counters: {len(report.counters)} compared over {len(labels)} commands, "
-            f"{len(_counter_rows(report))} out of tolerance (harness/pipeline/counters.py TOLERANCES)")
+            f"{len(_counter_rows(report))} out of tolerance (harness/judge/counters.py TOLERANCES)")
 
 
 def format_table(report: Report) -> str:

@@ -23,7 +23,7 @@ from harness.catalog.variants import REPO_ROOT
 from harness.check.instructions import INSTRUCTIONS_JSON
 from harness.check.load import CheckError, is_run_dir
 from harness.judge import results as res
-from harness.pipeline.counters import COUNTERS_CSV
+from harness.judge.counters import COUNTERS_CSV
 
 
 def baselines_root() -> Path:

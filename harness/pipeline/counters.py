@@ -1,23 +1,9 @@
-"""Behaviour counters of a hasher execution: what it did, not how long it took.
-
-Wall time on a shared VM is noisy; what a program does to get there mostly is not. An I/O
-regression (pipelining lost, queue depth ignored, O_DIRECT dropped) shows in these counters
-exactly, where wall time would need many rounds to see it:
-
-  reads           completions reaped (the hasher's --trace): blocks and retries
-  mean_in_flight  requests in flight, time-weighted over the consumer runs (--trace)
-  peak_in_flight  the most requests in flight at once (--trace): the queue depth used
-  uring_enters    io_uring_enter system calls (perf's syscalls tracepoint)
-  read_bytes      bytes the process made the block layer read (/proc/PID/io)
-  ctx_switches    voluntary + involuntary context switches (rusage, through GNU time)
-  minor_faults    minor page faults (rusage)
-  max_rss_kib     peak resident set (rusage)
-  resident_after  fraction of the file in the page cache afterwards (O_DIRECT leaves none)
-
-`probe()` runs one untimed execution under GNU time (rusage; /proc/PID/io read before the
-zombie is reaped) and, when perf's tracepoint works, under `perf stat` for the system calls. `compare()` judges two sets of probes counter by counter: the median of each
-side, a tolerance per counter set from A/A checks (docs/regression-check.md), and a direction
-in which a change is a regression.
+"""Behaviour counters of a hasher execution, measured: `probe()` runs one untimed execution under
+GNU time (rusage; /proc/PID/io read before the zombie is reaped) and, when perf's tracepoint works,
+under `perf stat` for the system calls, and returns its row of counters.csv (harness/judge/counters.py,
+which also judges them). Wall time on a shared VM is noisy; what a program does to get there mostly
+is not: an I/O regression (pipelining lost, queue depth ignored, O_DIRECT dropped) shows in these
+counters exactly, where wall time would need many rounds to see it.
 """
 
 from __future__ import annotations
@@ -29,78 +15,14 @@ import shutil
 import signal
 import subprocess
 import threading
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from statistics import median
 from typing import Callable
 
+from harness.judge.counters import Counters
 from harness.machine import page_cache as cachemod
 
-COUNTERS_CSV = "counters.csv"
 ENTER_EVENT = "syscalls:sys_enter_io_uring_enter"
-
-
-@dataclass
-class Counters:
-    """One probe execution of one command: a row of counters.csv."""
-
-    label: str
-    file: str
-    exit_code: int | None
-    reads: int | None
-    mean_in_flight: float | None
-    peak_in_flight: int | None
-    uring_enters: int | None
-    read_bytes: int | None
-    ctx_switches: int | None
-    minor_faults: int | None
-    max_rss_kib: int | None
-    resident_after: float | None
-
-
-COLUMNS = [f.name for f in fields(Counters)]
-MEASURES = COLUMNS[COLUMNS.index("reads"):]
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    """How far a counter may move before it is a change, and which way is worse ("none": shown,
-    never judged). A change must exceed both the relative and the absolute bound. `over`: how a
-    side's probes are summed up: their median, or their max for what a probe can only fall short
-    of (a queue depth not reached because every read completed at once; a file another program
-    dropped from the cache before it was measured). `timing`: the count depends on when things
-    happen, not only on what the program asks for (io_uring_enter calls: on how many reads have
-    completed when it looks), so it is judged only against its own noise (judge_timing)."""
-
-    relative: float
-    absolute: float
-    worse: str  # "up", "down", "either" or "none"
-    over: str = "median"  # or "max"
-    timing: bool = False
-
-
-# Set from A/A checks of two identical builds on the shared 2-core VM, three probes each
-# (docs/regression-check.md): reads, faults and RSS hardly move; read_bytes carries the
-# libraries re-read after a cache drop; system calls and context switches depend on timing
-# (io_uring_enter calls varied widely between probes); the time-weighted mean in flight varied
-# as much and is only shown. Context switches varied by an order of magnitude between two
-# identical builds of the single thread when `make test` ran a CPU-heavy test beside the
-# probes: they count waits and preemptions, not what
-# the program asked for, so they are shown, not judged (no injected fault is caught by them). The queue depth in
-# use is judged by its peak: the most in flight at once, which the first fill of the ring reaches
-# whatever the scheduling (the count at a consumer run was 0 on a loaded machine: every read had
-# completed before the consumer looked).
-TOLERANCES: dict[str, Tolerance] = {
-    "reads": Tolerance(0.05, 2, "up"),
-    "mean_in_flight": Tolerance(0.0, 0.0, "none"),
-    "peak_in_flight": Tolerance(0.40, 1.5, "down", "max"),
-    "uring_enters": Tolerance(2.00, 30, "up", timing=True),
-    "read_bytes": Tolerance(0.30, 8 << 20, "up"),
-    "ctx_switches": Tolerance(0.0, 0.0, "none"),
-    "minor_faults": Tolerance(0.25, 200, "up"),
-    "max_rss_kib": Tolerance(0.25, 4096, "up"),
-    "resident_after": Tolerance(0.0, 0.5, "either", "max"),
-}
 
 
 def trace_figures(trace: Path) -> tuple[int | None, float | None, int | None]:
@@ -225,126 +147,3 @@ def probe(label: str, argv: list[str], file: str, trace: Path | None, out: Path,
                     peak_in_flight=peak, uring_enters=child.uring_enters, read_bytes=child.read_bytes,
                     ctx_switches=child.ctx_switches, minor_faults=child.minor_faults,
                     max_rss_kib=child.max_rss_kib, resident_after=resident)
-
-
-# --- counters.csv ---
-
-def append(path: Path, row: Counters) -> None:
-    new = not path.exists() or path.stat().st_size == 0
-    with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        if new:
-            w.writeheader()
-        w.writerow({k: "" if v is None else v for k, v in asdict(row).items()})
-        f.flush()
-        os.fsync(f.fileno())
-
-
-_FLOATS = {f.name for f in fields(Counters) if str(f.type).startswith("float")}
-
-
-def _uncell(name: str, text: str) -> float | int | None:
-    if text == "":
-        return None
-    return float(text) if name in _FLOATS else int(text)
-
-
-def read(path: Path) -> list[Counters]:
-    if not path.is_file():
-        return []
-    with path.open(newline="") as f:
-        return [Counters(label=r["label"], file=r["file"],
-                         **{k: _uncell(k, r.get(k) or "") for k in COLUMNS[2:]})  # type: ignore[arg-type]
-                for r in csv.DictReader(f)]
-
-
-# --- comparison ---
-
-@dataclass
-class CounterChange:
-    label: str
-    counter: str
-    baseline: float
-    current: float
-    verdict: str  # "regression", "improvement", "no change"
-
-    @property
-    def change(self) -> str:
-        if self.baseline == 0:
-            return f"{self.current - self.baseline:+g}"
-        return f"{(self.current / self.baseline - 1) * 100:+.1f}%"
-
-
-def summarize(rows: list[Counters]) -> dict[str, dict[str, float]]:
-    """label -> counter -> its median (or max, as TOLERANCES says) over the label's successful probes."""
-    by_label: dict[str, list[Counters]] = {}
-    for r in rows:
-        if r.exit_code == 0:
-            by_label.setdefault(r.label, []).append(r)
-    out: dict[str, dict[str, float]] = {}
-    for label, rs in by_label.items():
-        out[label] = {}
-        for k in MEASURES:
-            vals = [getattr(r, k) for r in rs if getattr(r, k) is not None]
-            if vals:
-                out[label][k] = float(max(vals) if TOLERANCES[k].over == "max" else median(vals))
-    return out
-
-
-def probes(rows: list[Counters]) -> dict[str, dict[str, list[float]]]:
-    """label -> counter -> its value in each successful probe (what summarize() sums up)."""
-    out: dict[str, dict[str, list[float]]] = {}
-    for r in rows:
-        if r.exit_code == 0:
-            for k in MEASURES:
-                if getattr(r, k) is not None:
-                    out.setdefault(r.label, {}).setdefault(k, []).append(float(getattr(r, k)))
-    return out
-
-
-def judge_timing(counter: str, baseline: list[float], current: list[float]) -> str:
-    """A timing counter moves with the scheduling: it is a change only where every probe of one side
-    lies beyond every probe of the other by more than either side's own spread (what the same build
-    shows from probe to probe), and past the counter's tolerance. The A/A false alarm this keeps
-    out: uring_enters 21 -> 114 on one build against itself (issue "gate")."""
-    if not baseline or not current:
-        return "no change"
-    spread = max(max(baseline) - min(baseline), max(current) - min(current))
-    apart = max(min(current) - max(baseline), min(baseline) - max(current))
-    if apart <= spread:
-        return "no change"
-    return judge(counter, median(baseline), median(current), timing_checked=True)
-
-
-def judge(counter: str, baseline: float, current: float, timing_checked: bool = False) -> str:
-    tol = TOLERANCES[counter]
-    delta = current - baseline
-    if tol.timing and not timing_checked:  # its probes were not given: shown, not judged
-        return "no change"
-    if tol.worse == "none" or abs(delta) <= tol.absolute or abs(delta) <= tol.relative * abs(baseline):
-        return "no change"
-    if tol.worse == "either" or (delta > 0) == (tol.worse == "up"):
-        return "regression"
-    return "improvement"
-
-
-def compare(baseline: dict[str, dict[str, float]], current: dict[str, dict[str, float]],
-            baseline_probes: dict[str, dict[str, list[float]]] | None = None,
-            current_probes: dict[str, dict[str, list[float]]] | None = None) -> list[CounterChange]:
-    """Every counter that both sides have, for every label on both sides; a timing counter judged
-    against its probes' spread when both sides' probes are given, else shown only."""
-    out = []
-    for label, cur in current.items():
-        base = baseline.get(label)
-        if base is None:
-            continue
-        for k in MEASURES:
-            if k not in base or k not in cur:
-                continue
-            if TOLERANCES[k].timing:
-                verdict = judge_timing(k, (baseline_probes or {}).get(label, {}).get(k, []),
-                                       (current_probes or {}).get(label, {}).get(k, []))
-            else:
-                verdict = judge(k, base[k], cur[k])
-            out.append(CounterChange(label, k, base[k], cur[k], verdict))
-    return out

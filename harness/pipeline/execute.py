@@ -18,6 +18,7 @@ from harness.conditions.confine import Confinement
 from harness.conditions.spec import Condition
 from harness.machine import page_cache as cachemod
 from harness.machine.processes import run_group
+from harness.judge import counters as judged_counters
 from harness.pipeline import counters
 from harness.pipeline import effective
 from harness.judge import results as res
@@ -237,7 +238,7 @@ def traced_run(state: RunState, cmd: Command, progress: Progress) -> dict[str, A
         trace.unlink(missing_ok=True)
         row = counters.probe(cmd.label, argv, cmd.file, trace, out_path, state.config.run.timeout_s,
                              lambda: _prepare_cache(state, cmd), state.count_syscalls)
-        counters.append(state.run_dir / counters.COUNTERS_CSV, row)
+        judged_counters.append(state.run_dir / judged_counters.COUNTERS_CSV, row)
         rc = row.exit_code
         out = out_path.read_text(errors="replace")
         why = state.refs[cmd.file].judge(out) if rc == 0 else None
