@@ -90,10 +90,13 @@ def settled(h: Any) -> bool:
     return d.decided
 
 
-def current_decision(run_dir: Path, seq: Sequential) -> tuple[Decision, Any, Any]:
+def current_decision(run_dir: Path) -> tuple[Decision, Any, Any]:
     """The decision at this look, the headline it is part of, and the runs table it was made from:
-    of the run directory as it stands, as its summary will be."""
+    of the run directory as it stands, at the confidence its looks recorded, as its summary will be."""
     run = res.run_files(run_dir)
+    if run.sequential is None:
+        raise SequentialError(f"{run_dir}: meta.json has no record of the run's looks (--until-decided)")
+    seq = Sequential.from_json(run.sequential)
     h = verdict.headline(run.runs, run.cache, run.argv, confidence=seq.confidence)
     assert h.decision is not None
     return h.decision, h, run.runs

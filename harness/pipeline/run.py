@@ -231,7 +231,7 @@ def _run_rounds(state: RunState, todo: list[tuple[int, int]], writer: res.RunsWr
 def _more_rounds(state: RunState, progress: Progress) -> list[tuple[int, int]]:
     """--until-decided: the (round, position)s of the next rounds to run, none once decided or out of budget."""
     seq, run_dir = state.sequential, state.run_dir
-    decision, h, runs = sequential.current_decision(run_dir, seq)
+    decision, h, runs = sequential.current_decision(run_dir)
     now = time.monotonic()
     spent = (res.read_json(run_dir / res.META_JSON)["sequential"].get("outcome", {}).get("spent_s", 0.0)
              + (now - state.added_since if state.added_since is not None else 0.0))
