@@ -15,7 +15,7 @@ from harness.stats import paired_rounds
 from harness.catalog.tools import (COMMAND, HASHER, OTHER_HASH, PLAIN_READ, READ_TOOLS, READER, REFERENCE_HASH, TOOL_LIST,
                                    TOOLS, the_tool, tools_with)
 from harness.judge import decision
-from harness.judge import verdict
+from harness.judge.speed_limit import by_round, limit_ratios
 from harness.judge.results import command_stats
 from harness.stats import CONFIDENCE
 from harness.units import format_size
@@ -173,8 +173,8 @@ def reference(stats: pd.DataFrame, tool: str) -> pd.Series | None:
 
 def with_limit_ratios(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """stats with limit_ratio, limit_low, limit_high: each command's time / the speed limit, paired
-    per round (harness/judge/verdict.py), its median and 95% interval; NaN without a limit."""
-    ratios = verdict.limit_ratios(runs)
+    per round (harness/judge/speed_limit.py), its median and 95% interval; NaN without a limit."""
+    ratios = limit_ratios(runs)
     for column, part in (("limit_ratio", "median"), ("limit_low", "low"), ("limit_high", "high")):
         stats[column] = [getattr(ratios[lbl], part) if lbl in ratios and ratios[lbl].n else np.nan
                          for lbl in stats["label"].astype(str)]
@@ -196,7 +196,7 @@ def as_ran(stats: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 def tied_with_fastest(runs: pd.DataFrame, labels: list[str], confidence: float = CONFIDENCE) -> list[str]:
     """The fastest of labels by median and every one not clearly slower at the confidence: the
     decision's contenders (harness/judge/decision.py), so a chart shades what the headline names."""
-    times = verdict.by_round(runs)
+    times = by_round(runs)
     return decision.decide(times, [lbl for lbl in labels if times.get(lbl)], confidence).contenders
 
 
@@ -209,7 +209,7 @@ def hasher_stats(run: Run, file_size: int | None = None) -> tuple[pd.DataFrame, 
     time / the reference's in the same round, median over rounds and its 95% interval."""
     runs, size = for_size(run, file_size)
     stats = with_limit_ratios(command_stats(runs), runs)
-    times = verdict.by_round(runs)
+    times = by_round(runs)
     for tool in REFERENCE_TOOLS:
         ref = reference(stats, tool)
         ref_times = times.get(str(ref["label"])) if ref is not None else None

@@ -18,12 +18,12 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from harness.judge.load import Run, load_trace, speed_limit  # noqa: E402
+from harness.judge.load import Run, load_trace, run_speed_limit  # noqa: E402
 from analysis.chart_data import (GB, REFERENCE_TOOLS, RUN_COLOURS, Skip, as_ran, colour, command_name,  # noqa: E402
                                  for_size, gbps_text, hasher_stats, machine, reference, role_handles, rounds,
                                  run_date, run_legend, short_label, size_text, subtitle, tied_with_fastest)
 from harness.catalog.tools import HASHER, READ_TOOLS, SELF_TIMED, tools_with
-from harness.judge import verdict
+from harness.judge.speed_limit import job_time
 from harness.judge.results import command_stats, succeeded  # noqa: E402
 from harness.units import about_size, format_size  # noqa: E402
 from harness.catalog.variants import article_variants  # noqa: E402
@@ -56,7 +56,7 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
     if not stats["median_s"].notna().any():
         return Skip("no successful executions")
     ok = runs[succeeded(runs)]
-    seconds = verdict.job_time(ok)  # fio by its own read time, as the limit counts it
+    seconds = job_time(ok)  # fio by its own read time, as the limit counts it
     stats["shown_s"] = stats["label"].map(seconds.groupby(ok["label"]).median())
     stats = stats.sort_values("shown_s", ascending=False, na_position="first").reset_index(drop=True)
     tied = tied_with_fastest(runs, list(stats.loc[stats["tool"] == HASHER, "label"].astype(str)),
@@ -86,7 +86,7 @@ def chart_ranking(run: Run, file_size: int | None = None) -> Figure | Skip:
     ax.set_yticks(range(len(stats)), names, fontsize=8)
     for tick, variant, tool in zip(ax.get_yticklabels(), stats["variant"], stats["tool"]):
         tick.set_color(colour(str(variant), str(tool)))
-    limit = speed_limit(run, size)
+    limit = run_speed_limit(run, size)
     lo = float(np.nanmin(seconds))
     hi = float(np.nanmax(seconds))
     if limit:
@@ -249,7 +249,7 @@ def chart_limit_ratio(run: Run, file_size: int | None = None) -> Figure | Skip:
     / the speed limit in the same round, median and 95% interval), and what share of b3sum's and
     of cat's time does it take (time ratios, paired per round)?"""
     stats, size = hasher_stats(run, file_size)
-    limit = speed_limit(run, size)
+    limit = run_speed_limit(run, size)
     if not limit:
         return Skip(f"no speed limit (no successful read-only command: {', '.join(READ_TOOLS[:-1])} or a reads_only [[commands]] entry)")
     hashers = stats[(stats["tool"] == HASHER)].sort_values("limit_ratio", ascending=False,

@@ -21,6 +21,7 @@ from harness.catalog.tools import HASHER, REFERENCE_HASH, tools_with
 from harness.judge import robust
 from harness.judge import decision
 from harness.judge import verdict
+from harness.judge.speed_limit import by_round, one_file, speed_limit
 
 COMPARED_TOOLS = (HASHER, *tools_with(REFERENCE_HASH))
 
@@ -55,10 +56,10 @@ def chart_conditions(run: Run) -> Figure | Skip:
     cells: dict[tuple[str, str], float] = {}
     outlined: set[tuple[str, str]] = set()
     for cond in names:
-        rows = verdict.one_file(verdict.one_condition(run.runs, cond))
+        rows = one_file(verdict.one_condition(run.runs, cond))
         labels = _configurations(rows, cond)
-        limit = verdict.speed_limit(rows)
-        times = verdict.by_round(rows)
+        limit = speed_limit(rows)
+        times = by_round(rows)
         for label, config in labels.items():
             if limit and label in times:
                 cells[config, cond] = stats.paired_rounds(times[label], limit.per_round).median
@@ -110,13 +111,13 @@ def chart_read_caps(run: Run) -> Figure | Skip:
     lines: dict[str, list[tuple[float, float, float, float]]] = {}
     limits = []
     for cond, cap in caps.items():
-        rows = verdict.one_file(verdict.one_condition(runs, cond))
-        limit = verdict.speed_limit(rows)
+        rows = one_file(verdict.one_condition(runs, cond))
+        limit = speed_limit(rows)
         if limit is None:
             continue
         x = float(cap) if cap is not None else limit.Bps
         limits.append((x, limit.Bps))
-        times = verdict.by_round(rows)
+        times = by_round(rows)
         size = float(rows["file_size"].max())
         for label, config in _configurations(rows, cond).items():
             if label in times:

@@ -16,7 +16,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 
 from analysis import chart_data, charts, condition_charts, engines
-from harness.judge.load import Run, speed_limit
+from harness.judge.load import Run, run_speed_limit
 from analysis.report_html import Chart, report_html
 from harness.catalog.tools import HASHER
 from harness.judge import robust
@@ -140,7 +140,7 @@ def _machine_lines(run: Run) -> list[str]:
 def summary_markdown(runs: list[Run], report: Report) -> str:
     run = runs[0]
     df = run.runs
-    limit = speed_limit(run)
+    limit = run_speed_limit(run)
     stats = chart_data.with_limit_ratios(command_stats(df), df)
     stats = stats.sort_values(["file_size", "median_s"], na_position="last")
     sizes = sorted(int(s) for s in df["file_size"].dropna().unique())

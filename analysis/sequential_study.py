@@ -27,7 +27,7 @@ from harness.pipeline.config_schema import BASELINE_PREFIX
 from harness.judge.decision import decide
 from harness.judge.results import RUNS_CSV, read_runs
 from harness.judge.sequential import Sequential, SequentialError
-from harness.judge.verdict import by_round
+from harness.judge.speed_limit import by_round
 
 
 @dataclass(frozen=True)

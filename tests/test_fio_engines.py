@@ -15,7 +15,7 @@ from analysis import engines
 from harness.judge.load import load_run
 from harness.catalog.tools import TOOLS, find_tool, fio_runs_alike
 from harness.datasets.dataset import Dataset
-from harness.judge import verdict
+from harness.judge.speed_limit import speed_limit
 from harness.pipeline.config import load_config
 from harness.pipeline.plan import build_plan
 from harness.pipeline.preflight import SetupError, check_fio_engines
@@ -119,7 +119,7 @@ def test_a_run_of_engines_answers_in_one_line_and_draws_them(engines_run: Path) 
 
 def test_a_random_read_never_sets_the_speed_limit(engines_run: Path) -> None:
     run = load_run(engines_run)
-    limit = verdict.speed_limit(run.runs)
+    limit = speed_limit(run.runs)
     assert limit is not None and limit.readers
     randoms = {lbl for lbl in run.runs["label"].unique() if "rw=randread" in lbl}
     assert len(randoms) == 3 and not randoms & set(limit.readers)

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from harness.judge.speed_limit import speed_limit
 from harness.catalog.knobs import GENERATED_BY, load_knobs, markdown_table
 from harness.units import format_size
 from harness.catalog.variants import REPO_ROOT, VARIANTS, article_variants, variant_list
@@ -124,8 +125,7 @@ def test_commands_any_program_as_a_baseline(tmp_path):
     import pandas as pd
 
     from harness.judge.results import read_runs
-    from harness.judge import verdict
-
+    
     config = tmp_path / "commands.toml"
     config.write_text(COMMANDS)
     result = subprocess.run([sys.executable, "-m", "harness", "run", str(config), "--dir", str(tmp_path), "--out",
@@ -135,7 +135,7 @@ def test_commands_any_program_as_a_baseline(tmp_path):
     runs = read_runs(run_dir)
     by_label = {label: None if ok is pd.NA else bool(ok) for label, ok in zip(runs["label"], runs["hash_ok"])}
     assert by_label == {"sha bits=1": None, "sha bits=256": None, "b3sum-1": True, "wrong": False, "reader": None}
-    assert set(verdict.speed_limit(runs).set_in_round.values()) == {"reader"}
+    assert set(speed_limit(runs).set_in_round.values()) == {"reader"}
 
 
 @pytest.mark.parametrize("entry, message", [

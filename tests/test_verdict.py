@@ -14,6 +14,7 @@ import pytest
 from harness import stats
 from harness.judge import decision
 from harness.judge import verdict
+from harness.judge.speed_limit import limit_ratios, speed_limit
 from harness.judge.results import FIXED, RunRecord, RunsWriter, read_runs
 
 pytestmark = pytest.mark.independent
@@ -121,7 +122,7 @@ def test_limit_is_per_round_the_fastest_reader_and_names_it(tmp_path):
                  record(READERS[2], "fio", r, 0.9, fio_runtime[r - 1])]
     rows += [record("dd bs=64K", "dd", 1, 0.01, exit_code=1),  # failed: does not count
              record("fio bs=2M iodepth=8 direct=1", "fio", 1, 0.9, 0.01, read=SIZE // 2)]  # half the file
-    limit = verdict.speed_limit(runs_table(tmp_path, rows))
+    limit = speed_limit(runs_table(tmp_path, rows))
     assert limit.per_round == {1: 0.45, 2: 0.40, 3: 0.45, 4: 0.40, 5: 0.45, 6: 0.40, 7: 0.30}
     assert limit.set_in_round == {1: "dd bs=2M", 2: "cat", 3: "dd bs=2M", 4: "cat", 5: "dd bs=2M",
                                   6: "cat", 7: READERS[2]}
@@ -138,7 +139,7 @@ def test_a_hasher_faster_than_the_limit_is_a_finding_a_reader_never_is(tmp_path)
                  record("fast", "hasher", r, 0.35), record("slow", "hasher", r, 0.70),
                  record("xxhsum", "xxhsum", r, 0.60)]
     runs = runs_table(tmp_path, rows)
-    ratios = verdict.limit_ratios(runs)
+    ratios = limit_ratios(runs)
     assert all(ratios[lbl].low >= 1.0 for lbl in ("cat", "dd bs=2M"))
     assert ratios["fast"].median == pytest.approx(0.35 / 0.5)
     h = verdict.headline(runs, "cold")

@@ -25,7 +25,7 @@ from typing import Any
 from harness import stats
 from harness.judge import results as res
 from harness.pipeline.config_schema import BASELINE_PREFIX
-from harness.judge.verdict import by_round
+from harness.judge.speed_limit import by_round
 
 RECORD_JSON = "record.json"
 RUN = "run"

@@ -1,7 +1,7 @@
 """Read a run directory written by `ringsum run` into typed pandas tables.
 
 This is the one entry point for everything that reads a finished run (`ringsum report`, `check`,
-`compare`, `tune`, the ledger): `load_run()`, `speed_limit()`, `load_trace()`. The per-command reduction of
+`compare`, `tune`, the ledger): `load_run()`, `run_speed_limit()`, `load_trace()`. The per-command reduction of
 a runs table is harness/judge/results.py's `command_stats()`, the one every summary, chart and check uses.
 """
 
@@ -16,8 +16,8 @@ import pandas as pd
 
 from harness import stats
 from harness.judge import results as harness_results
-from harness.judge import verdict
-from harness.judge.verdict import SpeedLimit
+from harness.judge.speed_limit import speed_limit
+from harness.judge.speed_limit import SpeedLimit
 
 RUNS_CSV = harness_results.RUNS_CSV
 META_JSON = harness_results.META_JSON
@@ -161,11 +161,11 @@ def load_run(path: str | Path) -> Run:
                traces=read_file(path, TRACE_INDEX, _read_trace_index), plan=read_file(path, PLAN_JSON, _json_object))
 
 
-def speed_limit(run: Run, file_size: int | None = None) -> SpeedLimit | None:
+def run_speed_limit(run: Run, file_size: int | None = None) -> SpeedLimit | None:
     """The speed limit of the run's file of that size (default: the largest), recomputed from
-    runs.csv by the harness's one definition (harness/judge/verdict.py); None without a reader."""
+    runs.csv by the one definition (harness/judge/speed_limit.py); None without a reader."""
     runs = run.runs if file_size is None else run.runs[run.runs["file_size"] == file_size]
-    return verdict.speed_limit(runs)
+    return speed_limit(runs)
 
 
 def load_trace(run: Run, label: str) -> pd.DataFrame:

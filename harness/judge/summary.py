@@ -12,12 +12,13 @@ from typing import Any
 from harness import stats
 from harness.judge import results as res
 from harness.judge import verdict
+from harness.judge.speed_limit import meta_speed_limit
 
 
-def speed_limit(run_dir: Path) -> dict[str, Any]:
+def meta_limit(run_dir: Path) -> dict[str, Any]:
     """meta.json's `speed_limit`: the fastest plain read of the run's file, and each command's ratio to it."""
     run = res.run_files(run_dir)
-    return verdict.meta_speed_limit(run.runs, run.cache)
+    return meta_speed_limit(run.runs, run.cache)
 
 
 def sequential_line(data: dict[str, Any]) -> str:

@@ -206,7 +206,7 @@ def save_orders(run_dir: Path, orders: list[list[str]]) -> None:
 def finish(state: RunState) -> int:
     run_dir = state.run_dir
     meta = res.read_json(run_dir / res.META_JSON)
-    meta["speed_limit"] = judge_summary.speed_limit(run_dir)
+    meta["speed_limit"] = judge_summary.meta_limit(run_dir)
     meta["finished_at"] = iso(utcnow())
     meta["outcome"] = {"hash_mismatches": state.mismatches, "failures": state.failures,
                        "warnings": state.warnings[:200]}

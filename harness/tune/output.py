@@ -12,6 +12,7 @@ from typing import Any
 
 import tomli_w
 
+from harness.judge.speed_limit import SpeedLimit
 from harness import stats
 from harness.catalog.knobs import load_knobs
 from harness.judge import results as res
@@ -40,7 +41,7 @@ class Outcome:
     grid_points: int
     file_size: int
     final_rounds: int
-    speed_limit: dict[str, Any]  # verdict.SpeedLimit.to_json() of the final stage ({} without readers)
+    speed_limit: dict[str, Any]  # SpeedLimit.to_json() of the final stage ({} without readers)
     vs_limit: dict[str, Any] | None  # the winner's time / the speed limit, per round (stats.Estimate)
     vs_b3sum: dict[str, Any] | None  # the winner against the fastest b3sum (verdict.Versus)
     fingerprint_id: str | None

@@ -19,12 +19,13 @@ import tomli_w
 from harness import stats
 from harness.catalog.knobs import load_knobs, switched_on
 from harness.catalog.tools import HASHER, REFERENCE_HASH, tools_with
-from harness.catalog.variants import REPO_ROOT, VariantsError, variant_list
+from harness.catalog.variants import VariantsError, variant_list
 from harness.judge import robust
 from harness.conditions.spec import Condition, ConditionGrid
 from harness.datasets.dataset import Dataset
 from harness.judge import results as res
 from harness.judge import verdict
+from harness.judge.speed_limit import by_round, speed_limit, SpeedLimit
 from harness.pipeline.config import load_config, parse_config
 from harness.pipeline.config_schema import Config
 from harness.pipeline.estimate import estimate
@@ -184,7 +185,7 @@ class StageResult:
     elapsed_s: float
     run_dir: str | None = None
     times: dict[str, stats.RoundTimes] = field(default_factory=dict)  # label -> round -> seconds, baselines too
-    limit: verdict.SpeedLimit | None = None
+    limit: SpeedLimit | None = None
     b3sum: str | None = None  # the fastest b3sum command
     fingerprint_id: str | None = None
     failed: list[str] = field(default_factory=list)  # labels with a failed or mismatched execution
@@ -303,14 +304,14 @@ def read_stage(run_dir: Path) -> StageResult:
         if r.hash_ok is False and r.label not in mismatched:
             mismatched.append(r.label)
     started, finished = _parse_time(meta.get("started_at")), _parse_time(meta.get("finished_at"))
-    times = verdict.by_round(df)
+    times = by_round(df)
     first = verdict.one_condition(df)  # the speed limit and b3sum of the first condition
     b3sums = verdict.fastest(times, list(dict.fromkeys(first.loc[first["tool"].isin(tools_with(REFERENCE_HASH)), "label"])))
     return StageResult(
         walls=walls, hasher_runs=int((df["tool"] == HASHER).sum()),
         baseline_runs=int((df["tool"] != HASHER).sum()),
         elapsed_s=(finished - started).total_seconds() if started and finished else 0.0,
-        run_dir=str(run_dir), times=times, limit=verdict.speed_limit(first),
+        run_dir=str(run_dir), times=times, limit=speed_limit(first),
         b3sum=b3sums[0][0] if b3sums else None,
         fingerprint_id=(meta.get("fingerprint") or {}).get("fingerprint_id"), failed=failed,
         mismatched=mismatched, robust=verdict.robust_pick(df) if len(verdict.condition_names(df)) > 1 else None)
