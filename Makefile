@@ -397,7 +397,7 @@ docs: $(VENV_OK) all
 # The machine ledger's suites on this machine, one after another (at most 15 minutes, as root: cold
 # runs drop the page cache, one core is a cpuset): the cold file on the disk and on a RAM device,
 # the hot file, the cold and the hot 16,384-file tree. Each run is kept under
-# docs/ledger/<fingerprint id>/ and docs/ledger.md's table redrawn (docs/ledger.md).
+# docs/ledger/<fingerprint id>/ and the table in docs/ledger/README.md redrawn (docs/ledger.md).
 LEDGER_RUNS = $(BUILD)/ledger
 # The shape of this checkout (analysis/structure.py): packages, C calls, the run options' path, doc sizes.
 structure: $(VENV_OK) $(BLAKE3)/blake3.h
@@ -409,8 +409,9 @@ ledger: deps all
 	$(VENV)/bin/ringsum run configs/hot-staging.toml --file $(SWEEP_FILE) --size 1G --rounds 11 --out $(LEDGER_RUNS)
 	$(VENV)/bin/ringsum run configs/ledger-tree-cold.toml --out $(LEDGER_RUNS)
 	$(VENV)/bin/ringsum run configs/tree-hot.toml --out $(LEDGER_RUNS)
+	$(VENV)/bin/ringsum run configs/ledger-memory-min.toml --out $(LEDGER_RUNS)
 	$(VENV)/bin/python -m analysis.ledger keep $(LEDGER_RUNS)/*/
-	$(VENV)/bin/python -m analysis.doc_figures docs/ledger.md
+	$(VENV)/bin/python -m analysis.doc_figures docs/ledger/README.md
 
 # What `ringsum tune --install` does to uring_b3sum afterwards (configs/wisdom-effect.toml): a cold
 # tune of one file installed into its own wisdom file, then no record, the record, and the tuned
@@ -457,7 +458,7 @@ check-power: deps all $(call bins,faults)
 		--out $(BUILD)/power/aa --keep docs/ledger $(POWER_ARGS)
 	$(VENV)/bin/python -m harness.check.power --conditions slow10,slow20,depth1,buffered --repeats 5 \
 		--out $(BUILD)/power/faults --keep docs/ledger $(POWER_ARGS)
-	$(VENV)/bin/python -m analysis.doc_figures docs/ledger.md docs/regression-check.md
+	$(VENV)/bin/python -m analysis.doc_figures docs/ledger/README.md docs/regression-check.md
 
 # libFuzzer on the option parser (tests/test_fuzz_options.py has this built): the parser's files, and
 # the variants' table made from their RINGSUM_VARIANT lines, each row named by its file.

@@ -6,7 +6,7 @@ A default or a rule of the hashers names the rows it rests on (docs/ledger.md).
     python -m analysis.ledger keep RUN_DIR [RUN_DIR ...]   copy runs' records into the ledger
     python -m analysis.ledger table [LEDGER_DIR]           print the table (default docs/ledger)
 
-`make ledger` runs the suites (at most 15 minutes) and keeps them; docs/ledger.md holds the table
+`make ledger` runs the suites (at most 15 minutes) and keeps them; docs/ledger/README.md holds the table
 as a `<!-- table docs/ledger ledger -->` region (analysis/doc_figures.py keeps it up to date).
 
 Kinds of work come from each run itself: its cache mode (cold: the page cache dropped; hot:
@@ -84,20 +84,34 @@ def _is_own(c: Condition, label: str) -> bool:
             and not _is_b3sum(c, label))
 
 
-def _work(cache: str, files: int, device: str, cores: int) -> str:
-    """"cold file, ram, 2 cores"; a cached file's device is not read, so not named."""
+def _work(cache: str, files: int, device: str, cores: int, file_size: int = 0) -> str:
+    """"cold file, ram, 2 cores"; a cached file's device is not read, so not named; a tree's files
+    are sized where the run had trees of several sizes (file_size: their bytes in all)."""
     what = f"tree of {files:,} files" if files > 1 else "file"
+    if file_size and files > 1:
+        what += f" of {_size(file_size // files)}"
     where = f"{device}, " if cache == "cold" else ""
     return f"{'cold' if cache == 'cold' else 'hot'} {what}, {where}{cores} core{'s' if cores != 1 else ''}"
 
 
 def rows(run_dir: Path, shown_as: str) -> list[Row]:
-    """The ledger rows of one kept run: one a machine condition without a read cap."""
+    """The ledger rows of one kept run: one a machine condition without a read cap and, where the run
+    had datasets of several shapes (ledger-memory-min: trees of files of one size each), a dataset."""
     run = load_run(run_dir)
-    runs = run.runs
     fp_id = str(run.fingerprint.get("fingerprint_id") or "?")
+    shapes = sorted({(int(b), int(f) if f == f else 1) for b, f in zip(run.runs["file_size"], run.runs["files"])},
+                    key=lambda s: (s[0] // s[1], s))
     out = []
-    for c in run_conditions(run_dir, shown_as)[1]:
+    for shape in shapes:
+        runs = run.runs[[(int(b), int(f) if f == f else 1) == shape for b, f in zip(run.runs["file_size"], run.runs["files"])]]
+        out += _rows(runs, run_conditions(run_dir, shown_as, shape if len(shapes) > 1 else None)[1], fp_id, shown_as,
+                     shape[0] if len(shapes) > 1 else 0)
+    return out
+
+
+def _rows(runs: pd.DataFrame, conditions: list[Condition], fp_id: str, shown_as: str, sized: int) -> list[Row]:
+    out = []
+    for c in conditions:
         mine = runs[runs["condition"] == c.name] if "condition" in runs else runs
         if "read_cap" in mine and mine["read_cap"].notna().any():
             continue
@@ -114,7 +128,7 @@ def rows(run_dir: Path, shown_as: str) -> list[Row]:
         device = str(mine["device"].dropna().iloc[0]) if "device" in mine and mine["device"].notna().any() else "disk"
         files = int(mine["files"].dropna().iloc[0]) if "files" in mine and mine["files"].notna().any() else 1
         out.append(Row(
-            machine=fp_id, work=_work(str(mine["cache"].iloc[0]), files, device, c.cores), run=shown_as,
+            machine=fp_id, work=_work(str(mine["cache"].iloc[0]), files, device, c.cores, sized), run=shown_as,
             rounds=int(wall[label].notna().sum()), defaults_s=float(wall[label].median()),
             vs_own=stats.paired_ratio(wall[label], wall[own]),
             own="defaults" if own == label else without_condition(own).removeprefix("uring_b3sum "),

@@ -280,11 +280,12 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	/*
 	 * Asking for O_DIRECT is asking for the ring: auto only takes the page
 	 * cache without it, and not for a file under --memory-min, where mapping,
-	 * faulting and unmapping it cost more than the copy of a read. Hot files
-	 * of one size, 256 MiB of them, 11 interleaved rounds, Zen 4 with AVX-512
-	 * and 1 MiB L2 per core: through the ring / from memory 0.36 at 64K, 0.62
-	 * at 256K, 1.04 at 512K, 1.51 at 1M on 2 cores; 0.77, 0.91, 1.00, 1.12 on one.
-	 * Those runs were not kept: this rule is not yet in the ledger (docs/ledger.md).
+	 * faulting and unmapping it cost more than the copy of a read. The
+	 * ledger's "hot tree of N files of 256 KiB / 512 KiB / 1 MiB" rows
+	 * (configs/ledger-memory-min.toml, docs/ledger.md): on add026ac3c38 (Zen 3)
+	 * ring / memory crosses 1 above 512K on two cores and below it on one, so
+	 * 512K costs two cores at exactly 512K; a Zen 4 whose runs were not kept
+	 * put it at 512K on both. Wisdom for a tree or a cached file may set it.
 	 */
 	in->from_memory = regular && (r->cfg->path_choice == PATH_MEMORY ||
 				      (r->cfg->path_choice == PATH_AUTO && !r->cfg->knobs.direct && in->size >= r->cfg->knobs.memory_min && cached));

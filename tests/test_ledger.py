@@ -64,7 +64,26 @@ def test_the_table_names_every_machine_and_the_doc_holds_it() -> None:
     for machine in ("68c61e3153fa", "c4e6be79eb5a"):
         assert f"- `{machine}`: " in text and f"| `{machine}` | hot file, 1 core |" in text
     assert "BLAKE3 SIMD AVX512, L2 2 MiB per core" in text
-    assert text.strip() in (REPO / "docs" / "ledger.md").read_text(encoding="utf-8")
+    assert text.strip() in (REPO / "docs" / "ledger" / "README.md").read_text(encoding="utf-8")
+
+
+def test_a_run_of_trees_of_several_sizes_is_a_row_per_size() -> None:
+    """ledger-memory-min's trees of 256K, 512K and 1M files, each its own row on each core count, the
+    defaults paired only with the settings of the same tree (from runs.csv by hand)."""
+    run_dir = REPO / "docs" / "ledger" / "add026ac3c38" / "ledger-memory-min"
+    rows = ledger.rows(run_dir, "x")
+    assert sorted(r.work for r in rows) == sorted(
+        f"hot tree of {n} files of {size}, {cores}" for n, size in (("1,536", "256 KiB"), ("768", "512 KiB"),
+                                                                    ("384", "1 MiB")) for cores in ("1 core", "2 cores"))
+    (row,) = [r for r in rows if r.work == "hot tree of 768 files of 512 KiB, 2 cores"]
+    runs = _ok(run_dir)
+    mine = _wall(runs, "uring_b3sum defaults [512K] @as-is")
+    own = {label: _wall(runs, f"uring_b3sum bs=4M qd=8 buf=16 mmin={m} [512K] @as-is") for label, m in
+           (("ring", "1G"), ("memory", "16K"))}
+    best = min(own, key=lambda label: own[label].median())
+    assert row.defaults_s == pytest.approx(mine.median()) and row.rounds == 11
+    assert row.vs_own.median == pytest.approx((mine / own[best]).median())
+    assert row.file_size == 768 * (512 << 10)
 
 
 def _finished_run(tmp_path: Path) -> Path:
