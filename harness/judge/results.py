@@ -82,12 +82,18 @@ class RunRecord:
 
 _FIELDS = [f.name for f in fields(RunRecord)]
 FIXED = [name for name in _FIELDS if name != "knobs"]  # the columns every runs.csv has
-_INT = {"block_size", "queue_depth", "buffers", "num_threads", "file_size", "files", "round", "position",
-        "bytes", "exit_code", "read_cap", "cores", "effective_block_size", "effective_queue_depth",
-        "effective_buffers", "effective_hash_threads"}
-_FLOAT = {"wall_s", "user_s", "sys_s", "throughput_Bps", "resident_before", "fio_bw_Bps", "fio_runtime_s",
-          "effective_parallel_share", "fio_iops"}
-_BOOL = {"direct", "mmap", "hash_ok", "effective_direct", "effective_huge_pages"}
+
+
+def _typed(kind: type) -> set[str]:
+    """The columns whose field is of that type (or None): the record's annotations are the one
+    declaration of runs.csv's types."""
+    name = kind.__name__
+    return {f.name for f in fields(RunRecord) if str(f.type).split(" | ")[0] == name}
+
+
+_INT = _typed(int)
+_FLOAT = _typed(float)
+_BOOL = _typed(bool)
 
 
 def columns(knobs: Iterable[str]) -> list[str]:
