@@ -271,3 +271,13 @@ def test_a_stricter_decision_and_its_runner_up_line_agree(tmp_path):
     assert h.runner_up.ratio == h.decision.runner_up_ratio and h.runner_up.outcome == "tie"
     items = dict(h.items())
     assert items["runner-up"].endswith(": TIE") and "the decision, the runner-up and vs b3sum at 99.50%" in items["intervals"]
+
+
+def test_nothing_to_decide_says_whether_hashers_failed_or_none_ran() -> None:
+    """A run of commands only (`ringsum bench 'CMD'`) has no hasher, which is not a failure; a run
+    whose hashers all failed says so."""
+    times = {"cat": {1: 1.0, 2: 1.1}}
+    none = decision.decide(times, [])
+    assert none.kind == "none" and none.text() == "no hasher in the run: nothing to decide"
+    failed = decision.decide(times, ["uring_b3sum defaults"])
+    assert failed.kind == "none" and failed.text() == "no hasher ran successfully: nothing to decide"

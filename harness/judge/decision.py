@@ -48,16 +48,22 @@ class Decision:
     runner_up_ratio: stats.Estimate | None = None  # winner's time / runner-up's, per round
     more_rounds: int | None = None  # about this many more would separate winner and runner-up
     why_no_estimate: str = ""
+    hashers: int = 0  # in the run, succeeded or not (kind "none": none at all, or none succeeded)
 
     @property
     def decided(self) -> bool:
         return self.kind == "winner"
 
+    @property
+    def no_hasher(self) -> str:
+        """Why there is nothing to decide: a run of commands only (`ringsum bench`) is not a failure."""
+        return "no hasher ran successfully" if self.hashers else "no hasher in the run"
+
     def text(self, reference: tuple[str, stats.Estimate] | None = None) -> str:
         """The decision in words; with a reference (the fastest b3sum: its label, and the pick's time over
         its, per round), whether the pick beats it, at the decision's confidence."""
         if self.kind == "none":
-            return "no hasher ran successfully: nothing to decide"
+            return f"{self.no_hasher}: nothing to decide"
         if reference is None:
             return self._among_hashers()
         label, ratio = reference
@@ -146,7 +152,7 @@ def decide(times: dict[str, RoundTimes], hashers: list[str], confidence: float =
     medians = sorted(((float(np.median(list(times[h].values()))), h) for h in hashers if times.get(h)))
     rounds = len(set().union(*(times[h] for _, h in medians))) if medians else 0
     if not medians:
-        return Decision("none", 0, confidence)
+        return Decision("none", 0, confidence, hashers=len(hashers))
     winner = medians[0][1]
     if len(medians) == 1:
         return Decision("winner", rounds, confidence, winner, [winner], winner)

@@ -72,7 +72,7 @@ class Headline:
         """(what, text) pairs: the headline in words, for summary.txt and summary.md alike."""
         out = [("decision", self.decision.text(self.reference))] if self.decision else []
         if self.use is None:
-            out.append(("use", "no hasher ran successfully"))
+            out.append(("use", self.decision.no_hasher if self.decision else "no hasher ran successfully"))
         else:
             assert self.median is not None
             out.append(("use" if not self.tied else "fastest", self.use))
@@ -153,8 +153,9 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
                 ratio = stats.paired_rounds(times[label], h.limit.per_round)
                 if stats.outcome(ratio) == "faster":  # a median under 1 with 1 in its interval is at the limit
                     h.faster_than_limit.append(Versus(label, ratio))
-    hashers = fastest(times, [lbl for lbl, tool in tools.items() if tool == HASHER])
-    h.decision = decide(times, [lbl for lbl, _ in hashers], confidence)
+    in_run = [lbl for lbl, tool in tools.items() if tool == HASHER]  # with times or not: decide() says which
+    hashers = fastest(times, in_run)
+    h.decision = decide(times, in_run, confidence)
     if not hashers:
         return h
     h.use = hashers[0][0]
