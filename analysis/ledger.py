@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.judge.load import RunDirError, load_run
-from analysis.paired_table import HASHERS, Condition, run_conditions, without_condition
+from analysis.paired_table import HASHERS, Condition, run_conditions, shapes, without_condition
 from harness import stats
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -99,13 +99,13 @@ def rows(run_dir: Path, shown_as: str) -> list[Row]:
     had datasets of several shapes (ledger-memory-min: trees of files of one size each), a dataset."""
     run = load_run(run_dir)
     fp_id = str(run.fingerprint.get("fingerprint_id") or "?")
-    shapes = sorted({(int(b), int(f) if f == f else 1) for b, f in zip(run.runs["file_size"], run.runs["files"])},
-                    key=lambda s: (s[0] // s[1], s))
+    each = shapes(run.runs)
+    kinds = sorted(set(each), key=lambda s: (s[0] // s[1], s))
     out = []
-    for shape in shapes:
-        runs = run.runs[[(int(b), int(f) if f == f else 1) == shape for b, f in zip(run.runs["file_size"], run.runs["files"])]]
-        out += _rows(runs, run_conditions(run_dir, shown_as, shape if len(shapes) > 1 else None)[1], fp_id, shown_as,
-                     shape[0] if len(shapes) > 1 else 0)
+    for shape in kinds:
+        runs = run.runs[[s == shape for s in each]]
+        out += _rows(runs, run_conditions(run_dir, shown_as, shape if len(kinds) > 1 else None)[1], fp_id, shown_as,
+                     shape[0] if len(kinds) > 1 else 0)
     return out
 
 

@@ -83,13 +83,18 @@ class Condition:
         return self.wall[self.readers].min(axis=1) if self.readers else None
 
 
+def shapes(runs: pd.DataFrame) -> list[tuple[int, int]]:
+    """Each row's dataset shape, (bytes, files): a RAM device's copy has its source's."""
+    return [(int(b), int(f) if f == f else 1) for b, f in zip(runs["file_size"], runs["files"])]
+
+
 def run_conditions(run_dir: Path, shown_as: str | None, shape: tuple[int, int] | None = None) -> tuple[str, list[Condition]]:
     """The line naming the run (as `shown_as`, default its path), and its conditions; of the datasets
     of one shape (bytes, files) only, where given (a RAM device's copy has its source's shape)."""
     run = load_run(run_dir)
     runs = run.runs[(run.runs["exit_code"] == 0) & run.runs["hash_ok"].fillna(True).astype(bool)]  # NA: no hash
     if shape is not None:
-        runs = runs[[(int(b), int(f) if f == f else 1) == shape for b, f in zip(runs["file_size"], runs["files"])]]
+        runs = runs[[s == shape for s in shapes(runs)]]
     if "condition" not in runs:
         runs = runs.assign(condition="as-is")
     opening = (f"From `{shown_as or run_dir}` ({run.meta.get('started_at', '?')[:10]}, "
