@@ -16,7 +16,7 @@ from harness.judge.load import load_run
 from harness.catalog.variants import REPO_ROOT
 from harness.judge import summary as judge_summary
 from harness.judge import verdict
-from harness.judge.results import SUMMARY_JSON, write_json_atomic
+from harness.judge.results import SUMMARY_JSON, meta_problems, write_json_atomic, write_meta
 
 pytestmark = pytest.mark.independent
 
@@ -159,3 +159,19 @@ def test_a_changed_summary_is_named(tmp_path):
     lines[1] = ",".join(cells) + "\n"
     (run_dir / "runs.csv").write_text("".join(lines))
     assert judge_summary.unchanged(run_dir) == ["summary.json", "summary.txt"]
+
+
+def test_every_kept_meta_json_is_as_declared_and_the_writer_refuses_what_is_not(tmp_path):
+    """meta.json's keys and types are declared once (results.RunMeta): every kept run's conforms, and
+    the run's writer refuses an undeclared key or a wrong type before writing anything."""
+    kept = sorted((REPO_ROOT / "docs").rglob("meta.json"))
+    assert len(kept) >= 50
+    assert {str(p): meta_problems(json.loads(p.read_text(encoding="utf-8"))) for p in kept
+            if meta_problems(json.loads(p.read_text(encoding="utf-8")))} == {}
+    meta = json.loads((REPO_ROOT / "docs" / "decisions" / "vs-b3sum-run" / "meta.json").read_text(encoding="utf-8"))
+    for bad, said in (({"finshed_at": None}, "finshed_at: not a meta.json key"), ({"seed": "7"}, "seed: a str, not int")):
+        with pytest.raises(ValueError, match=said):
+            write_meta(tmp_path, meta | bad)
+    assert not (tmp_path / "meta.json").exists()
+    write_meta(tmp_path, meta)
+    assert json.loads((tmp_path / "meta.json").read_text(encoding="utf-8")) == meta

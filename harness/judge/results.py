@@ -12,7 +12,7 @@ import json
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, TypedDict, get_args, get_origin, get_type_hints
 
 from harness.catalog.knobs import load_knobs
 
@@ -251,6 +251,53 @@ def read_runs(path: str | Path) -> "Any":
 
 
 # --- meta.json ---
+
+class RunMeta(TypedDict, total=False):
+    """meta.json, key by key: its one declaration. The run writes the first group as it starts, the
+    rest as they happen; `write_meta` refuses a key or a type not declared here."""
+
+    config: dict  # the config as run (harness/pipeline/config_schema.py's to_json)
+    options: dict  # the command line's Options
+    fingerprint: dict  # the machine (harness/machine/sysinfo.py)
+    versions: dict  # of every tool
+    git_commit: str | None
+    git_dirty: bool | None
+    git_errors: dict
+    started_at: str  # ISO 8601 UTC
+    finished_at: str | None  # None until it ends; --resume goes on with a run that has none
+    resumed_at: list  # when each --resume started
+    files: list  # each dataset: path, size, kind, files, b3sum (copy_of for a RAM device's copy)
+    speed_limit: dict | None  # written as the run ends (harness/judge/speed_limit.py)
+    seed: int
+    tools: dict  # tool -> the path run
+    python: str
+    system_settings: list  # what the run changed on the machine, and back to what
+    stopped: list  # each stop before the end: when, why, executions recorded
+    outcome: dict  # as the run ends: hash mismatches, failures, warnings
+    sequential: dict  # --until-decided: its looks (harness/judge/sequential.py)
+
+
+def meta_problems(meta: dict[str, Any]) -> list[str]:
+    """What in a meta.json is not as RunMeta declares it: a key it does not name, a value of another type."""
+    declared = get_type_hints(RunMeta)
+    out = []
+    for key, value in meta.items():
+        if key not in declared:
+            out.append(f"{key}: not a meta.json key")
+            continue
+        kinds = tuple(get_origin(k) or k for k in get_args(declared[key]) or (declared[key],))
+        if not isinstance(value, kinds):
+            out.append(f"{key}: a {type(value).__name__}, not {' or '.join(k.__name__ for k in kinds)}")
+    return out
+
+
+def write_meta(run_dir: Path, meta: dict[str, Any]) -> None:
+    """meta.json, atomically, as RunMeta declares it (a ValueError names what is not)."""
+    problems = meta_problems(meta)
+    if problems:
+        raise ValueError(f"{run_dir / META_JSON}: " + "; ".join(problems))
+    write_json_atomic(run_dir / META_JSON, meta)
+
 
 def json_text(data: Any) -> str:
     """A run directory's JSON files as written: two-space indent, keys in their order, a final newline."""

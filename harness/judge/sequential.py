@@ -119,7 +119,7 @@ def round_seconds(runs: Any, labels: list[str], overhead_s: float) -> float:
 def record(run_dir: Path, seq: Sequential, outcome: dict[str, Any] | None = None) -> None:
     meta = res.read_json(run_dir / res.META_JSON)
     meta["sequential"] = seq.to_json() | ({"outcome": outcome} if outcome else {})
-    res.write_json_atomic(run_dir / res.META_JSON, meta)
+    res.write_meta(run_dir, meta)
 
 
 def recorded(meta: dict[str, Any]) -> Sequential | None:

@@ -115,7 +115,7 @@ def prepare_new_run(opts: Options, v: Validated, env: Environment) -> RunState:
                    **({"copy_of": f.copy_of} if f.copy_of else {})} for f in plan.datasets],
         "speed_limit": None, "seed": seed, "tools": tools, "python": sys.executable,
     }
-    res.write_json_atomic(run_dir / res.META_JSON, meta)
+    res.write_meta(run_dir, meta)
     return RunState(run_dir=run_dir, config=config, plan=plan, orders=orders, seed=seed,
                     tools=tools, refs=ref, confine=env.confinement)
 
@@ -169,7 +169,7 @@ def prepare_resume(opts: Options, env: Environment) -> RunState | None:
              f"({fp['fingerprint_id']} != {meta['fingerprint'].get('fingerprint_id')})")
     meta.setdefault("resumed_at", []).append(iso(utcnow()))
     meta["finished_at"] = None
-    res.write_json_atomic(meta_p, meta)
+    res.write_meta(run_dir, meta)
     log(f"resuming run directory: {run_dir}")
     return RunState(run_dir=run_dir, config=config, plan=plan, orders=pj["orders"], seed=pj["seed"],
                     tools=tools, refs=ref, confine=env.confinement)
@@ -179,7 +179,7 @@ def record_settings(run_dir: Path, settings: list[dict]) -> None:
     """What the run changed on the machine, and back to what, kept with the results (a resume adds its own)."""
     meta = res.read_json(run_dir / res.META_JSON)
     meta.setdefault("system_settings", []).append({"at": iso(utcnow()), "settings": settings})
-    res.write_json_atomic(run_dir / res.META_JSON, meta)
+    res.write_meta(run_dir, meta)
 
 
 def stopped(state: RunState, reason: str) -> int:
@@ -188,7 +188,7 @@ def stopped(state: RunState, reason: str) -> int:
     try:
         meta = res.read_json(state.run_dir / res.META_JSON)
         meta.setdefault("stopped", []).append({"at": iso(utcnow()), "reason": reason, "executions_recorded": done})
-        res.write_json_atomic(state.run_dir / res.META_JSON, meta)
+        res.write_meta(state.run_dir, meta)
     except OSError:
         pass  # the disk is full: the message below still says it all
     log(f"ringsum: stopped: {reason}; {done} executions are recorded in {state.run_dir / res.RUNS_CSV}; "
@@ -210,7 +210,7 @@ def finish(state: RunState) -> int:
     meta["finished_at"] = iso(utcnow())
     meta["outcome"] = {"hash_mismatches": state.mismatches, "failures": state.failures,
                        "warnings": state.warnings[:200]}
-    res.write_json_atomic(run_dir / res.META_JSON, meta)
+    res.write_meta(run_dir, meta)
     summary, findings = judge_summary.write(run_dir)
     print(summary, end="")
     print(f"run directory: {run_dir}")
