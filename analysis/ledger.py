@@ -224,6 +224,9 @@ def keep(run_dir: Path, ledger: Path = LEDGER_DIR) -> Path:
         if step.is_symlink():
             raise LedgerError(f"{step}: a symlink; the ledger is not written through one")
     if dest.exists():
+        if (dest / "README.md").is_file():
+            print(f"note: {dest}/README.md told the story of the run this one replaces: it is gone with it "
+                  "(git has it); write the new run's", file=sys.stderr)
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     for name in RECORDS:

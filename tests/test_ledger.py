@@ -104,6 +104,19 @@ def test_keep_copies_the_records_under_the_machine_and_the_suite(tmp_path: Path)
     assert [r.work for r in ledger.rows(dest, "x")] == ["hot file, 1 core", "hot file, 2 cores"]
 
 
+def test_replacing_a_suite_with_a_readme_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A README beside a machine's suite tells the story of that run: replacing the run takes it along,
+    and keep says so (git keeps the old one)."""
+    run_dir, book = _finished_run(tmp_path), tmp_path / "ledger"
+    dest = ledger.keep(run_dir, book)
+    assert capsys.readouterr().err == ""
+    (dest / "README.md").write_text("what the run before showed\n")
+    ledger.keep(run_dir, book)
+    assert not (dest / "README.md").exists()
+    assert capsys.readouterr().err == (f"note: {dest}/README.md told the story of the run this one replaces: it is "
+                                       "gone with it (git has it); write the new run's\n")
+
+
 def test_keep_refuses_an_unfinished_run_and_a_planted_symlink(tmp_path: Path) -> None:
     run_dir, book = _finished_run(tmp_path), tmp_path / "ledger"
     meta = json.loads((run_dir / "meta.json").read_text())
