@@ -104,7 +104,7 @@ def rows(run_dir: Path, shown_as: str) -> list[Row]:
     out = []
     for shape in kinds:
         runs = run.runs[[s == shape for s in each]]
-        out += _rows(runs, run_conditions(run_dir, shown_as, shape if len(kinds) > 1 else None)[1], fp_id, shown_as,
+        out += _rows(runs, run_conditions(run, shown_as, shape if len(kinds) > 1 else None)[1], fp_id, shown_as,
                      shape[0] if len(kinds) > 1 else 0)
     return out
 

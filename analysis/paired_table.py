@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.judge.load import RunDirError, load_run
+from harness.judge.load import Run, RunDirError, load_run
 from harness import stats
 from harness.catalog.tools import COMMAND, HASHER, LIMIT_READER, READER, REFERENCE_HASH, SELF_TIMED, tools_with
 
@@ -88,16 +88,15 @@ def shapes(runs: pd.DataFrame) -> list[tuple[int, int]]:
     return [(int(b), int(f) if f == f else 1) for b, f in zip(runs["file_size"], runs["files"])]
 
 
-def run_conditions(run_dir: Path, shown_as: str | None, shape: tuple[int, int] | None = None) -> tuple[str, list[Condition]]:
+def run_conditions(run: Run, shown_as: str | None, shape: tuple[int, int] | None = None) -> tuple[str, list[Condition]]:
     """The line naming the run (as `shown_as`, default its path), and its conditions; of the datasets
     of one shape (bytes, files) only, where given (a RAM device's copy has its source's shape)."""
-    run = load_run(run_dir)
     runs = run.runs[(run.runs["exit_code"] == 0) & run.runs["hash_ok"].fillna(True).astype(bool)]  # NA: no hash
     if shape is not None:
         runs = runs[[s == shape for s in shapes(runs)]]
     if "condition" not in runs:
         runs = runs.assign(condition="as-is")
-    opening = (f"From `{shown_as or run_dir}` ({run.meta.get('started_at', '?')[:10]}, "
+    opening = (f"From `{shown_as or run.path}` ({run.meta.get('started_at', '?')[:10]}, "
                f"fingerprint `{run.fingerprint.get('fingerprint_id', '?')}`):")
     conditions = []
     machine_cores = int(run.fingerprint.get("cores") or 0)
@@ -116,7 +115,7 @@ def run_conditions(run_dir: Path, shown_as: str | None, shape: tuple[int, int] |
 
 def table(run_dir: Path, shown_as: str | None = None) -> str:
     """The tables of one run directory, opened by a line naming it (as `shown_as`, default its path)."""
-    opening, conditions = run_conditions(run_dir, shown_as)
+    opening, conditions = run_conditions(load_run(run_dir), shown_as)
     out = [opening, ""]
     for c in conditions:
         head = ["command", "median", "× limit"] + [f"× {without_condition(b)} (faster in)" for b in c.b3sums]
@@ -138,7 +137,7 @@ def tuned_table(run_dir: Path, shown_as: str | None = None, defaults_group: str 
                 tuned_group: str = "tuned") -> str:
     """One row a condition: the limit, the defaults, the best tuned shape and b3sum, each × limit,
     the defaults × the best tuned shape (paired, with the verdict) and × b3sum (with its wins)."""
-    opening, conditions = run_conditions(run_dir, shown_as)
+    opening, conditions = run_conditions(load_run(run_dir), shown_as)
     head = ["condition", "limit", "defaults × limit", "tuned best × limit", "b3sum × limit",
             "defaults × tuned best", "defaults × b3sum (faster in)", "defaults × fastest reader",
             "CPU floor × limit"]

@@ -3,7 +3,6 @@ times and the references' in the same rounds (REFERENCE_TOOLS; ones for raw), an
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -16,14 +16,12 @@ import pandas as pd
 
 from harness import stats
 from harness.judge import results as harness_results
-from harness.judge.speed_limit import speed_limit
-from harness.judge.speed_limit import SpeedLimit
+from harness.judge.speed_limit import SpeedLimit, speed_limit
 
 RUNS_CSV = harness_results.RUNS_CSV
 META_JSON = harness_results.META_JSON
 PLAN_JSON = harness_results.PLAN_JSON
 TRACE_INDEX = harness_results.TRACE_INDEX_CSV
-
 
 
 # Columns a runs.csv must have to be read at all; knob columns added to the harness later are

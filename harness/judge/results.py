@@ -322,24 +322,6 @@ def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-@dataclass
-class RunFiles:
-    """What a run is judged on, from its directory alone: runs.csv, the cache mode and each command's
-    argv (plan.json), and meta.json's record of an --until-decided run's looks (or None)."""
-
-    runs: Any
-    cache: str
-    argv: dict[str, list[str]]
-    sequential: dict[str, Any] | None
-
-
-def run_files(run_dir: Path) -> RunFiles:
-    plan = read_json(run_dir / PLAN_JSON)
-    meta = read_json(run_dir / META_JSON)
-    argv = {str(c["label"]): [str(a) for a in c["argv"]] for c in plan["commands"]}
-    return RunFiles(read_runs(run_dir / RUNS_CSV), str(plan["cache"]), argv, meta.get("sequential"))
-
-
 # --- reductions of the runs table ---
 
 def succeeded(runs: Any) -> Any:

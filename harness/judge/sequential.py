@@ -28,6 +28,7 @@ from harness.catalog.tools import HASHER, REFERENCE_HASH, tools_with
 from harness.judge import results as res
 from harness.judge import verdict
 from harness.judge.decision import Decision
+from harness.judge.load import load_run
 
 MAX_ROUNDS_FACTOR = 4  # default max_rounds: this many times the config's rounds
 MAX_ROUNDS_CAP = 100
@@ -93,11 +94,10 @@ def settled(h: Any) -> bool:
 def current_decision(run_dir: Path) -> tuple[Decision, Any, Any]:
     """The decision at this look, the headline it is part of, and the runs table it was made from:
     of the run directory as it stands, at the confidence its looks recorded, as its summary will be."""
-    run = res.run_files(run_dir)
-    if run.sequential is None:
+    run = load_run(run_dir)
+    if run.meta.get("sequential") is None:
         raise SequentialError(f"{run_dir}: meta.json has no record of the run's looks (--until-decided)")
-    seq = Sequential.from_json(run.sequential)
-    h = verdict.headline(run.runs, run.cache, run.argv, confidence=seq.confidence)
+    h = verdict.headline(run.runs, run.plan["cache"], run.argvs, confidence=run.decision_confidence)
     assert h.decision is not None
     return h.decision, h, run.runs
 

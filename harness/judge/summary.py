@@ -9,16 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import stats
 from harness.judge import results as res
 from harness.judge import verdict
+from harness.judge.load import Run, load_run
 from harness.judge.speed_limit import meta_speed_limit
 
 
-def meta_limit(run_dir: Path) -> dict[str, Any]:
+def meta_limit(run: Run) -> dict[str, Any]:
     """meta.json's `speed_limit`: the fastest plain read of the run's file, and each command's ratio to it."""
-    run = res.run_files(run_dir)
-    return meta_speed_limit(run.runs, run.cache)
+    return meta_speed_limit(run.runs, run.plan["cache"])
 
 
 def sequential_line(data: dict[str, Any]) -> str:
@@ -32,30 +31,28 @@ def sequential_line(data: dict[str, Any]) -> str:
             f"{out.get('spent_s', 0.0):.0f} s on added rounds\n")
 
 
-def summary(run_dir: Path) -> tuple[str, dict[str, Any], list[str]]:
+def summary(run: Run) -> tuple[str, dict[str, Any], list[str]]:
     """(summary.txt, summary.json, the findings to call out) of a finished run. A run --until-decided
     looked several times: its decision is made at the stricter confidence it recorded."""
-    run = res.run_files(run_dir)
-    seq = run.sequential
-    confidence = float(seq["confidence"]) if seq else stats.CONFIDENCE
-    text = verdict.summarize(run.runs, run.cache, run.argv, confidence) + (sequential_line(seq) if seq else "")
-    data = verdict.summary_json(run.runs, run.cache, run.argv, confidence) | ({"sequential": seq} if seq else {})
-    findings = [t for what, t in verdict.headline(run.runs, run.cache).items() if what == "FINDING"]
+    cache, argv, confidence, seq = run.plan["cache"], run.argvs, run.decision_confidence, run.meta.get("sequential")
+    text = verdict.summarize(run.runs, cache, argv, confidence) + (sequential_line(seq) if seq else "")
+    data = verdict.summary_json(run.runs, cache, argv, confidence) | ({"sequential": seq} if seq else {})
+    findings = [t for what, t in verdict.headline(run.runs, cache).items() if what == "FINDING"]
     return text, data, findings
 
 
-def write(run_dir: Path) -> tuple[str, list[str]]:
+def write(run: Run) -> tuple[str, list[str]]:
     """Write summary.txt and summary.json into the run directory; (the text, the findings)."""
-    text, data, findings = summary(run_dir)
-    res.write_json_atomic(run_dir / res.SUMMARY_JSON, data)
-    (run_dir / res.SUMMARY_TXT).write_text(text)
+    text, data, findings = summary(run)
+    res.write_json_atomic(run.path / res.SUMMARY_JSON, data)
+    (run.path / res.SUMMARY_TXT).write_text(text)
     return text, findings
 
 
 def unchanged(run_dir: Path) -> list[str]:
     """The summary files of a kept run directory that the code would not write byte for byte as they
     are (a kept run may have summary.json alone)."""
-    text, data, _ = summary(run_dir)
+    text, data, _ = summary(load_run(run_dir))
     made = {res.SUMMARY_JSON: res.json_text(data), res.SUMMARY_TXT: text}
     return [name for name, content in made.items()
             if (run_dir / name).exists() and (run_dir / name).read_text(encoding="utf-8") != content]
@@ -70,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     changed = 0
     for run_dir in a.run_dirs:
         if a.write:
-            write(run_dir)
+            write(load_run(run_dir))
         else:
             for name in unchanged(run_dir):
                 print(f"{run_dir / name}: not what the code makes of the run's files")

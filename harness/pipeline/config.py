@@ -84,7 +84,7 @@ from harness.pipeline.config_schema import (BASELINE_TOOLS, DATASET_PLACEHOLDERS
 from harness.catalog.tools import HASHER, TOOLS, TOOL_LIST
 from harness.catalog.variants import VARIANTS
 from harness.datasets.dataset import TreeRecipe
-from harness.config_values import Parser, boolean, buffers, count, fraction, posint, positive, show, size, string
+from harness.config_values import Parser, buffers, count, fraction, posint, positive, show, size, string
 from harness.units import parse_size
 
 # The `limit` group every config gets unless `[baselines] limit = false`: enough read-only commands

@@ -21,6 +21,7 @@ from harness.datasets.generate import ensure_dataset
 from harness.machine import sysinfo
 from harness.judge import results as res
 from harness.judge import summary as judge_summary
+from harness.judge.load import load_run
 from harness.pipeline.config import load_config
 from harness.pipeline.execute import RunState
 from harness.pipeline.plan import Command, Plan, round_orders
@@ -205,13 +206,14 @@ def save_orders(run_dir: Path, orders: list[list[str]]) -> None:
 
 def finish(state: RunState) -> int:
     run_dir = state.run_dir
-    meta = res.read_json(run_dir / res.META_JSON)
-    meta["speed_limit"] = judge_summary.meta_limit(run_dir)
+    run = load_run(run_dir)
+    meta = run.meta
+    meta["speed_limit"] = judge_summary.meta_limit(run)
     meta["finished_at"] = iso(utcnow())
     meta["outcome"] = {"hash_mismatches": state.mismatches, "failures": state.failures,
                        "warnings": state.warnings[:200]}
     res.write_meta(run_dir, meta)
-    summary, findings = judge_summary.write(run_dir)
+    summary, findings = judge_summary.write(run)
     print(summary, end="")
     print(f"run directory: {run_dir}")
     for text in findings:
