@@ -18,7 +18,9 @@
  * and keeps at most N reads unfinished; buffered:1 drops O_DIRECT; tick:MS redraws
  * --progress every MS milliseconds (0: after every block and file), so tests need no timing;
  * readlag:MS waits before every read is queued (a slow disk), hashlag:MS before every block
- * is hashed (a slow core), so a test can put the reads behind the hashing or ahead of it.
+ * is hashed (a slow core), so a test can put the reads behind the hashing or ahead of it;
+ * inplacelag:US and readoncelag:US wait before each task of a mapped file hashed with
+ * that staging, so a test can make either lose the staging trial.
  * Without the variable, a file `ringsum-faults` beside the binary holds the spec: one run can
  * then time several injected builds side by side (harness/check/power.py).
  */
@@ -27,6 +29,16 @@ static struct fault { uint64_t completion; int res; } faults[16];
 static unsigned nr_faults;
 static unsigned long long slow_percent;
 static unsigned read_lag_ms, hash_lag_ms;
+static unsigned staging_lag_us[STAGE_MEASURED];
+
+static void lag_task(enum staging how, size_t len)
+{
+	struct timespec lag = { 0, staging_lag_us[how] * 1000L };
+
+	(void)len;
+	while (lag.tv_nsec && nanosleep(&lag, &lag) && errno == EINTR)
+		;
+}
 
 static const char *fault_spec(char *buf, size_t size)
 {
@@ -75,8 +87,14 @@ void faults_setup(struct ring_config *cfg, struct progress *progress)
 			read_lag_ms = n;
 		else if (!strcmp(name, "hashlag"))
 			hash_lag_ms = n;
+		else if (!strcmp(name, "inplacelag") && n < 1000000)
+			staging_lag_us[STAGE_IN_PLACE] = n;
+		else if (!strcmp(name, "readoncelag") && n < 1000000)
+			staging_lag_us[STAGE_READ_ONCE] = n;
 		spec += used + (spec[used] == ',');
 	}
+	if (staging_lag_us[STAGE_IN_PLACE] || staging_lag_us[STAGE_READ_ONCE])
+		staging_set_task_hook(lag_task);
 }
 
 int fault_result(const struct input *in, int res)

@@ -10,18 +10,10 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "ringsum.h"
-
-#ifndef __NR_cachestat
-#define __NR_cachestat 451
-#endif
-
-struct cachestat_range { uint64_t off, len; };
-struct cachestat { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted; };
 
 /*
  * A mapped file that is truncated while it is hashed faults with SIGBUS. The
@@ -43,99 +35,36 @@ static void on_sigbus(int sig, siginfo_t *info, void *context)
 		_exit(128 + SIGBUS);
 }
 
-/*
- * Three quarters of the file or more in the page cache? Then it is hashed from
- * memory, the missing pages faulted in: with up to half of a cached file
- * evicted in 2 MiB pieces, that was faster than reading all of it again
- * through the ring (docs/cold-path.md). This page
- * cache loses pages by the minute, so "all of it" was rarely true.
- *
- * cachestat() visits every folio in its range: on a cached file held in 4 KiB
- * folios that costs a noticeable share of the time hashing it takes, and the
- * consumer waits for it. So a file of more than RESIDENCY_WHOLE bytes is
- * sampled: one window in each 64th of it, at a scattered place in that 64th
- * so that a regular pattern of evicted pieces cannot line up with the windows.
- */
-#define RESIDENCY_SAMPLES 64
-#define RESIDENCY_WINDOW (64u << 10)
-#define RESIDENCY_WHOLE (4 * RESIDENCY_SAMPLES * RESIDENCY_WINDOW)
-
-/* Where the i-th of n samples of a file of size bytes starts: somewhere in its n-th, page aligned. */
-static uint64_t sample_offset(unsigned i, unsigned n, uint64_t size, uint64_t window, uint64_t page)
-{
-	uint64_t stride = size / n, scatter = stride > window ? (i * 0x9e3779b97f4a7c15ull >> 32) % (stride - window) : 0;
-
-	return (i * stride + scatter) & ~(page - 1);
-}
-
-/* By cachestat(): -errno where the kernel will not say (an old kernel, or a reader it refuses). */
-static int cached_by_cachestat(int fd, uint64_t size, uint64_t page)
-{
-	unsigned samples = size > RESIDENCY_WHOLE ? RESIDENCY_SAMPLES : 1;
-	struct cachestat_range range = { 0, size };
-	uint64_t pages = 0, cached = 0;
-	struct cachestat cs;
-
-	for (unsigned i = 0; i < samples; i++) {
-		if (samples > 1)
-			range = (struct cachestat_range){ sample_offset(i, samples, size, RESIDENCY_WINDOW, page),
-							  RESIDENCY_WINDOW };
-		if (syscall(__NR_cachestat, fd, &range, &cs, 0))
-			return -errno;
-		cached += cs.nr_cache;
-		pages += (range.len + page - 1) / page;
-	}
-	return cached * 4 >= pages * 3;
-}
-
-/*
- * cachestat() answers only a caller that owns the file or may write to it, as
- * mincore() on its mapping does: a reader of shared data was told "cold" and
- * read a cached file from the disk. A non-blocking read, preadv2(RWF_NOWAIT),
- * is refused to no reader: a page in the cache is copied, a missing one is
- * EAGAIN. One page a sample; POSIX_FADV_RANDOM meanwhile, so that a miss reads
- * ahead no more than the page it asked for, and sampling stops once a quarter
- * has missed.
- */
-static bool cached_by_reading(int fd, uint64_t size, uint64_t page)
-{
-	uint64_t pages = (size + page - 1) / page;
-	unsigned samples = pages < RESIDENCY_SAMPLES ? pages : RESIDENCY_SAMPLES, missed = 0;
-	char probe[4096];
-	struct iovec iov = { probe, sizeof(probe) < page ? sizeof(probe) : page };
-
-	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-	for (unsigned i = 0; i < samples && missed * 4 <= samples; i++)
-		if (preadv2(fd, &iov, 1, sample_offset(i, samples, size, page, page), RWF_NOWAIT) <= 0)
-			missed++;
-	posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL);
-	return missed * 4 <= samples;
-}
-
-/*
- * Three quarters of the file or more in the page cache? Then it is hashed from
- * memory, the missing pages faulted in: with up to half of a cached file
- * evicted in 2 MiB pieces, that was faster than reading all of it again
- * through the ring (docs/cold-path.md). This page
- * cache loses pages by the minute, so "all of it" was rarely true.
- *
- * cachestat() visits every folio in its range: on a cached file held in 4 KiB
- * folios that costs a noticeable share of the time hashing it takes, and the
- * consumer waits for it. So a file of more than RESIDENCY_WHOLE bytes is
- * sampled: one window in each 64th of it, at a scattered place in that 64th
- * so that a regular pattern of evicted pieces cannot line up with the windows.
- */
-static bool mostly_cached(int fd, uint64_t size)
-{
-	uint64_t page = sysconf(_SC_PAGESIZE);
-	int by_cachestat = cached_by_cachestat(fd, size, page);
-
-	return by_cachestat >= 0 ? by_cachestat : cached_by_reading(fd, size, page);
-}
-
 static const char *const staging_names[] = {
 	[STAGE_IN_PLACE] = "in-place", [STAGE_READ_ONCE] = "read-once", [STAGE_COPY] = "copy",
+	[STAGE_MEASURED] = "measured",
 };
+
+/* The staging a cached file's tasks take: the one given, or the trial's winner once it has one. */
+static enum staging staging_now(const struct ring *r)
+{
+	struct staging_trial trial;
+
+	if (r->cfg->staging != STAGE_MEASURED)
+		return r->cfg->staging;
+	staging_trial_result(&trial);
+	return trial.winner;
+}
+
+/* --verbose, once: what the trial on the first cached file's tasks found, and what it cost. */
+static void say_trial(struct ring *r, const struct input *in)
+{
+	struct staging_trial trial;
+
+	staging_trial_result(&trial);
+	if (!r->cfg->verbose || r->trial_said || !trial.decided)
+		return;
+	r->trial_said = true;
+	fprintf(stderr, "%s: %s: staging %s, measured here: read once / in place %.3f, the median of %u pairs "
+		"of tasks, read once faster in %u; the trial's %llu tasks cost %.2f ms of CPU beyond the winner's "
+		"rate\n", r->cfg->prog, in->path, staging_names[trial.winner], trial.ratio, trial.pairs,
+		trial.read_once_wins, trial.tasks, trial.cost_ns / 1e6);
+}
 
 static int hash_from_memory(const struct ring *r, struct input *in)
 {
@@ -216,7 +145,8 @@ static void say_how(const struct ring *r, const struct input *in)
 {
 	if (in->from_memory)
 		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, every core, staging %s)\n", r->cfg->prog,
-			in->path, staging_names[r->cfg->staging]);
+			in->path, staging_now(r) == STAGE_MEASURED ? "in place or read once, measured on its first tasks"
+			: staging_names[staging_now(r)]);
 	else if (!r->have_uring)
 		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)\n", r->cfg->prog, in->path, r->cfg->knobs.block_size);
 	else
@@ -234,18 +164,26 @@ static void report_effective(const struct ring *r, const struct input *in)
 
 	char depth[16] = "null";	/* the pread loop has none */
 	char staging[16] = "null";	/* nor does a file read rather than mapped */
+	char trial[160] = "null";	/* nor a staging given */
+	struct staging_trial found;
 
 	if (r->have_uring)
 		snprintf(depth, sizeof(depth), "%u", r->cfg->knobs.queue_depth);
-	if (in->from_memory)
-		snprintf(staging, sizeof(staging), "\"%s\"", staging_names[r->cfg->staging]);
+	if (in->from_memory)	/* "measured": still measuring when the file ended, its tasks alternated */
+		snprintf(staging, sizeof(staging), "\"%s\"", staging_names[staging_now(r)]);
+	staging_trial_result(&found);
+	if (in->from_memory && r->cfg->staging == STAGE_MEASURED && found.decided)
+		snprintf(trial, sizeof(trial), "{\"pairs\": %u, \"read_once_over_in_place\": %.4f, "
+			 "\"read_once_faster_in\": %u, \"tasks\": %llu, \"cost_ns\": %.0f}", found.pairs, found.ratio,
+			 found.read_once_wins, found.tasks, found.cost_ns);
 	fprintf(r->effective, "{\"index\": %u, \"path\": \"%s\", \"block_size\": %zu, \"queue_depth\": %s, "
 		"\"buffers\": %u, \"direct\": %s, \"huge_pages\": %s, \"hashing\": \"%s\", \"hash_threads\": %u, "
-		"\"staging\": %s, \"ring_bytes\": %llu, \"parallel_bytes\": %llu}\n", r->consumer_input, path,
+		"\"staging\": %s, \"staging_trial\": %s, \"ring_bytes\": %llu, \"parallel_bytes\": %llu}\n",
+		r->consumer_input, path,
 		r->cfg->knobs.block_size, depth, r->cfg->nr_cells, in->direct ? "true" : "false",
 		r->cfg->knobs.huge_pages && r->huge_pages_advised && !in->from_memory ? "true" : "false",
 		hashing_name(r, in), in->from_memory || r->cfg->hashing != HASH_SERIAL ? r->cfg->hash_threads : 1,
-		staging, (unsigned long long)in->ring_bytes, (unsigned long long)in->parallel_bytes);
+		staging, trial, (unsigned long long)in->ring_bytes, (unsigned long long)in->parallel_bytes);
 }
 
 /* 0 is "a block": the default, so that a sweep passing every knob keeps it. */
@@ -424,6 +362,8 @@ void input_finish(struct ring *r, struct input *in)
 	if (!in->error && in->from_memory) {
 		in->error = hash_from_memory(r, in);
 		r->progress.memory_bytes += in->size;
+		if (r->cfg->staging == STAGE_MEASURED)
+			say_trial(r, in);
 	}
 	if (!in->error)
 		in->error = check_unchanged(in);

@@ -105,6 +105,9 @@ static inline int grow_text(struct input *in, size_t size)
 	return grow((void **)&in->text, &in->text_size, size, 1);
 }
 
+/* residency.c: three quarters of the file or more in the page cache, by cachestat() or, refused, by reading */
+bool mostly_cached(int fd, uint64_t size);
+
 /* input.c: opening a file, choosing its path, and finishing it; called by the ring, never calling it */
 void input_open(struct ring *r, struct input *in, unsigned index);
 void input_finish(struct ring *r, struct input *in);

@@ -14,15 +14,18 @@
  *
  * Staging (hash_mapped, for a file hashed straight from the page cache):
  * each serial subtree (a task, up to the stage size: the --stage-size knob)
- * is hashed in place from the mapping by default. Reading it once first, one
- * load per cache line (--read-once), or hashing a per-thread copy of it
- * (--stage-copy) were each meant to help the prefetcher follow BLAKE3's wide
- * SIMD loads. In the machine ledger (docs/ledger.md, the hot rows) reading
- * once never beat hashing in place by more than 2%: on the Zen 3 with AVX2
+ * is hashed in place from the mapping, or read once first, one load per
+ * cache line (--read-once), or hashed from a per-thread copy (--stage-copy):
+ * the last two were meant to help the prefetcher follow BLAKE3's wide SIMD
+ * loads. In the machine ledger (docs/ledger.md, the hot rows) reading once
+ * never beat hashing in place by more than 1.5%: on the Zen 3 with AVX2
  * (68c61e3153fa, two runs; add026ac3c38) within 1.5% on both cores by median
  * and 3-18% slower on one; on an Emerald Rapids with AVX-512 (c4e6be79eb5a)
- * 17-20% slower on both cores and on one. The Zen 4 race that made read once
- * the rule on AVX-512 was not kept; copying is in no kept run. Both stay as knobs.
+ * 17-20% slower on both cores and on one. A Zen 4 race, not kept, had read
+ * once ahead. The prefetchers are the CPU's and the ledger has two kinds of
+ * CPU, so neither is a rule: unless a staging is given (an option, or a
+ * record of wisdom), the two are measured on the first tasks hashed
+ * (STAGE_MEASURED, the trial below). Copying is in no kept run: a knob only.
  *
  * Releasing (the same): a mapped file's pages stay in the process's RSS until
  * unmapped, so a file hashed from its mapping peaked at its own size. Each
@@ -43,6 +46,7 @@
  * is linked: the baseline this file is measured against.
  */
 #include <sys/mman.h>
+#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -94,6 +98,83 @@ uint8_t *stage_buffer(size_t len) {
     size = stage ? len : 0;
   }
   return stage;
+}
+
+// --- the staging trial (STAGE_MEASURED) ---
+//
+// Each hashing thread alternates in place and read once over its first tasks
+// of mapped files, in pairs, the order turned round every other pair (in place
+// first, then read once first) so that a drift in speed favours neither. Each
+// pair gives read once's time per byte over in place's. Once TRIAL_PAIRS pairs
+// are in, from every thread, they decide for the rest of the process: read
+// once if it was faster in at least TRIAL_WINS of them (a sign test, one-sided
+// at 2.5%) and by at least TRIAL_MARGIN at their median; in place, the ledger's
+// winner, otherwise. The pairs are noisy (a 1 GiB file cached on the Zen 3,
+// add026ac3c38: 0.99-1.21 for the median of 16, read once faster in 1 to 17 of
+// 32): "faster at the median" alone took read once in 9 of 42 executions
+// there, each costing about 5%; the test took it in none of 24.
+// The tasks are the file's own, at its grain: nothing is hashed twice and no
+// join waits at a chunk's end, so the trial costs what the losing candidate's
+// tasks took beyond the winner's rate, and a clock read per task.
+constexpr unsigned TRIAL_PAIRS = 32;
+constexpr unsigned TRIAL_WINS = 22;
+constexpr double TRIAL_MARGIN = 0.99;
+
+struct trial_state {
+  std::atomic<int> winner{-1};  // a staging once decided
+  std::atomic<unsigned> claimed{0}, filled{0};
+  double ratios[TRIAL_PAIRS];
+  double median = 0;  // these two written before winner is stored
+  unsigned read_once_wins = 0;
+  std::atomic<uint64_t> ns[2]{}, bytes[2]{};  // the trial's tasks: [0] in place, [1] read once
+  std::atomic<uint64_t> tasks{0};
+};
+trial_state trial;
+thread_local unsigned trial_done;  // this thread's trial tasks so far
+thread_local double trial_first;   // the time per byte of its pair's first task
+
+std::atomic<void (*)(staging, size_t)> task_hook{nullptr};
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// This thread's next trial task: in place then read once, then read once then in place, ...
+staging trial_candidate() {
+  bool read_once_first = trial_done / 2 % 2, second = trial_done % 2;
+  return read_once_first != second ? STAGE_READ_ONCE : STAGE_IN_PLACE;
+}
+
+// The last pair's thread: every ratio is visible through filled's release sequence.
+void trial_decide() {
+  double sorted[TRIAL_PAIRS];
+  std::copy(trial.ratios, trial.ratios + TRIAL_PAIRS, sorted);
+  std::sort(sorted, sorted + TRIAL_PAIRS);
+  trial.median = (sorted[(TRIAL_PAIRS - 1) / 2] + sorted[TRIAL_PAIRS / 2]) / 2;
+  trial.read_once_wins = static_cast<unsigned>(std::lower_bound(sorted, sorted + TRIAL_PAIRS, 1.0) - sorted);
+  bool read_once = trial.read_once_wins >= TRIAL_WINS && trial.median < TRIAL_MARGIN;
+  trial.winner.store(read_once ? STAGE_READ_ONCE : STAGE_IN_PLACE, std::memory_order_release);
+}
+
+void trial_record(staging how, uint64_t ns, size_t len) {
+  bool read_once = how == STAGE_READ_ONCE;
+  double per_byte = static_cast<double>(std::max<uint64_t>(ns, 1)) / static_cast<double>(len);
+
+  trial.ns[read_once].fetch_add(ns, std::memory_order_relaxed);
+  trial.bytes[read_once].fetch_add(len, std::memory_order_relaxed);
+  trial.tasks.fetch_add(1, std::memory_order_relaxed);
+  if (trial_done++ % 2 == 0) {
+    trial_first = per_byte;
+    return;
+  }
+  unsigned slot = trial.claimed.fetch_add(1, std::memory_order_relaxed);
+  if (slot >= TRIAL_PAIRS)
+    return;
+  trial.ratios[slot] = read_once ? per_byte / trial_first : trial_first / per_byte;
+  if (trial.filled.fetch_add(1, std::memory_order_acq_rel) + 1 == TRIAL_PAIRS)
+    trial_decide();
 }
 
 // One load per cache line, in order: the prefetcher follows a single stream,
@@ -149,13 +230,25 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
     uint8_t *stage = nullptr;
     const uint8_t *input = l_input;
     size_t stage_len = stage_bytes.load(std::memory_order_relaxed);
+    size_t task_len = l_input_len + r_input_len;  // the halves are adjacent: one subtree
     staging how = stage_how.load(std::memory_order_relaxed);
-    // The halves are adjacent: one subtree of l + r bytes.
-    if (use_tbb && l_input_len + r_input_len <= stage_len) {
+    bool measuring = false;
+    uint64_t start = 0;
+    // A task of a mapped file (a ring block has no stage).
+    if (use_tbb && task_len <= stage_len) {
+      if (how == STAGE_MEASURED) {
+        int winner = trial.winner.load(std::memory_order_acquire);
+        measuring = winner < 0;
+        how = measuring ? trial_candidate() : static_cast<staging>(winner);
+      }
+      if (measuring)
+        start = now_ns();
+      if (auto hook = task_hook.load(std::memory_order_relaxed))
+        hook(how, task_len);
       if (how == STAGE_READ_ONCE)
-        read_once(l_input, l_input_len + r_input_len);
+        read_once(l_input, task_len);
       else if (how == STAGE_COPY && (stage = stage_buffer(stage_len))) {
-        memcpy(stage, l_input, l_input_len + r_input_len);
+        memcpy(stage, l_input, task_len);
         l_input = stage;
         r_input = stage + l_input_len;
       }
@@ -164,8 +257,10 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
                                         l_chunk_counter, flags, l_cvs, false);
     *r_n = blake3_compress_subtree_wide(r_input, r_input_len, key,
                                         r_chunk_counter, flags, r_cvs, false);
+    if (measuring)
+      trial_record(how, now_ns() - start, task_len);
     if (use_tbb)
-      release_hashed(input, l_input_len + r_input_len, true);
+      release_hashed(input, task_len, true);
     return;
   }
 
@@ -181,7 +276,38 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
   release_hashed(l_input, l_input_len + r_input_len, false);
 }
 
+extern "C" void staging_trial_result(struct staging_trial *out) noexcept {
+  int winner = trial.winner.load(std::memory_order_acquire);
+  *out = {};
+  out->tasks = trial.tasks.load(std::memory_order_relaxed);
+  out->pairs = std::min(trial.filled.load(std::memory_order_acquire), TRIAL_PAIRS);
+  out->winner = STAGE_MEASURED;
+  if (winner < 0)
+    return;
+  // The loser's bytes at the winner's rate, times how much slower the median pair had the loser.
+  bool read_once_won = winner == STAGE_READ_ONCE;
+  double won_ns = static_cast<double>(trial.ns[read_once_won].load());
+  double won_bytes = static_cast<double>(trial.bytes[read_once_won].load());
+  double lost_over_won = read_once_won ? 1 / trial.median : trial.median;
+  out->decided = true;
+  out->winner = static_cast<staging>(winner);
+  out->ratio = trial.median;
+  out->read_once_wins = trial.read_once_wins;
+  out->cost_ns = static_cast<double>(trial.bytes[!read_once_won].load()) * (won_bytes ? won_ns / won_bytes : 0) *
+                 (lost_over_won - 1);
+}
+
+extern "C" void staging_set_task_hook(void (*hook)(enum staging, size_t)) noexcept {
+  task_hook.store(hook, std::memory_order_relaxed);
+}
+
 #else
+extern "C" void staging_trial_result(struct staging_trial *out) noexcept {
+  *out = {};
+  out->winner = STAGE_MEASURED;  // BLAKE3's join stages nothing: no trial
+}
+extern "C" void staging_set_task_hook(void (*)(enum staging, size_t)) noexcept {}
+
 namespace {
 constexpr size_t TASKS = 0, MAX_GRAIN = 0, MAPPED_TASKS = 0, MIN_RELEASE = 0;
 void set_grain(size_t, size_t, size_t, size_t, enum staging) {}  // BLAKE3's join has neither grain nor stage

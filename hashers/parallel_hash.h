@@ -22,7 +22,21 @@ enum staging {
 	STAGE_IN_PLACE,		/* hashed as it is */
 	STAGE_READ_ONCE,	/* read once, a load per cache line, then hashed in place */
 	STAGE_COPY,		/* copied into a per-thread buffer and hashed there */
+	STAGE_MEASURED,		/* in place and read once alternated over the first tasks, the faster kept */
 };
+/* What the staging trial (STAGE_MEASURED) found so far, for --verbose and --effective. */
+struct staging_trial {
+	bool decided;
+	enum staging winner;	/* once decided: STAGE_IN_PLACE or STAGE_READ_ONCE */
+	unsigned pairs;		/* pairs of tasks the median is over */
+	double ratio;		/* read once's time per byte over in place's, the median of the pairs */
+	unsigned read_once_wins;	/* pairs in which read once was the faster */
+	double cost_ns;		/* CPU time the trial's tasks took beyond the winner's rate, over every thread */
+	unsigned long long tasks;	/* tasks hashed while measuring */
+};
+void staging_trial_result(struct staging_trial *out) PARALLEL_HASH_NOEXCEPT;
+/* Test builds (faults.c): called before each task of a mapped file is hashed, with its staging. */
+void staging_set_task_hook(void (*hook)(enum staging how, size_t len)) PARALLEL_HASH_NOEXCEPT;
 /* The same for a mapping of the page cache, in tasks of at most stage bytes, each staged as said. */
 void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, enum staging how,
 		 size_t release) PARALLEL_HASH_NOEXCEPT;

@@ -56,6 +56,7 @@ struct ring {
 	const struct ring_config *cfg;
 	struct cell *cells;
 	bool huge_pages_advised;	/* ring_use_huge_pages() has run (the producer's) */
+	bool trial_said;		/* --verbose told the staging trial's outcome (the consumer's) */
 	unsigned char *memory;		/* one allocation for every cell's buffer */
 	struct io_uring uring;
 	bool have_uring;

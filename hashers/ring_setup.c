@@ -50,14 +50,22 @@ static int register_buffers(struct ring *r)
 	return ret;
 }
 
-/* A cached file's staging: forced by its knob, else in place (the ledger's hot rows: parallel_hash.cpp). */
+/*
+ * A cached file's staging: forced by its knob, else measured on the first
+ * tasks hashed (parallel_hash.cpp). In place held within 1.5% on the ledger's
+ * hot rows (docs/ledger.md), but those are two CPU kinds, and the Zen 4 race
+ * that once made read once the rule went the other way: which one the
+ * prefetchers favour is the CPU's, so the CPU is asked.
+ */
 static enum staging staging_of(const struct knobs *k)
 {
 	if (k->stage_copy)
 		return STAGE_COPY;
 	if (k->read_once)
 		return STAGE_READ_ONCE;
-	return STAGE_IN_PLACE;
+	if (k->in_place)
+		return STAGE_IN_PLACE;
+	return STAGE_MEASURED;
 }
 
 /* What the options and the variant make of the ring; faults.c may narrow it in the test builds. */

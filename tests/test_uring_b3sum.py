@@ -110,31 +110,74 @@ def test_parallel_hashing_either_side_of_its_grain():
         assert result.stdout == expected, args
 
 
-def _staging(argv: list, report: Path) -> tuple[str, bytes]:
-    result = run([argv[0], "--effective", report, "--verbose", *argv[1:]])
+def _effective(argv: list, report: Path, env: dict | None = None) -> tuple[list[dict], bytes]:
+    result = run([argv[0], "--effective", report, "--verbose", *argv[1:]], env=env)
     assert result.returncode == 0, result.stderr
-    (line,) = report.read_text().splitlines()
-    return json.loads(line)["staging"], result.stderr
+    return [json.loads(line) for line in report.read_text().splitlines()], result.stderr
 
 
-def test_a_cached_files_staging_is_in_place_unless_a_knob_says_otherwise(tmp_path):
-    """Each task hashed as it is, on every SIMD level (the ledger's hot rows: no CPU in it gained more
-    than 2% by reading first); --read-once and --stage-copy force theirs, --effective and --verbose
-    say which, and a file read through the ring has no staging."""
+def _staging(argv: list, report: Path) -> tuple[str, bytes]:
+    (line,), said = _effective(argv, report)
+    return line["staging"], said
+
+
+def test_a_cached_files_staging_is_measured_unless_a_knob_says_otherwise(tmp_path):
+    """With no staging given, in place and read once are measured on the file's first tasks, and read
+    once kept only if it was faster in 22 of the 32 pairs and 1% at their median (--effective names
+    the winner and the trial, --verbose says so), on every SIMD level;
+    --read-once, --in-place and --stage-copy force theirs, with no trial; a file read through the
+    ring has no staging."""
     path = data_file(8 * MiB + 3)
     report = tmp_path / "effective.jsonl"
     full = [program(URING_B3SUM), "--path", "memory"]
-    staging, said = _staging([*full, path], report)
-    assert staging == "in-place" and b"staging in-place" in said, said
-    assert b"staging read-once" in _staging([*full, "--read-once", path], report)[1]
-    assert _staging([*full, "--in-place", path], report)[0] == "in-place"
-    assert _staging([*full, "--stage-copy", path], report)[0] == "copy"
+    (line,), said = _effective([*full, path], report)
+    assert line["staging"] in ("in-place", "read-once"), line
+    trial = line["staging_trial"]
+    assert trial["pairs"] == 32 and trial["tasks"] >= 64, line
+    ratio, wins = trial["read_once_over_in_place"], trial["read_once_faster_in"]
+    assert line["staging"] == ("read-once" if ratio < 0.99 and wins >= 22 else "in-place"), line
+    assert b"staging in place or read once, measured on its first tasks" in said, said
+    assert f"staging {line['staging']}, measured here: read once / in place {ratio:.3f}".encode() in said, said
+    for forced, name in (("--read-once", "read-once"), ("--in-place", "in-place"), ("--stage-copy", "copy")):
+        (line,), said = _effective([*full, forced, path], report)
+        assert (line["staging"], line["staging_trial"]) == (name, None), line
+        assert f"staging {name})".encode() in said and b"measured" not in said, said
     avx2_build = REPO / "build" / "simd-avx2" / "bin" / URING_B3SUM
     if avx2_build.exists():   # make test builds it
-        assert _staging([avx2_build, "--path", "memory", path], report)[0] == "in-place"
+        assert _staging([avx2_build, "--path", "memory", path], report)[0] in ("in-place", "read-once")
     assert _staging([program(URING_B3SUM), "--path", "ring", path], report)[0] is None
     both = run([program(URING_B3SUM), "--read-once", "--in-place", path])
     assert both.returncode == 2 and b"--stage-copy, --read-once and --in-place contradict each other" in both.stderr
+
+
+FAULTS_BUILD = REPO / "build" / "faults" / "bin" / URING_B3SUM
+
+
+@pytest.mark.parametrize("slowed, winner", [("inplacelag", "read-once"), ("readoncelag", "in-place")])
+def test_the_staging_trial_keeps_the_faster(tmp_path, slowed, winner):
+    """The test build waits 2 ms before each task hashed with one staging (RINGSUM_FAULTS): the trial
+    must keep the other, for this file and the later ones, whose tasks are then never measured;
+    files too small to finish the trial alone are hashed alternating ("measured") until it ends.
+    Every hash is b3sum's."""
+    if not FAULTS_BUILD.exists():
+        pytest.skip(f"{FAULTS_BUILD} missing: make build/faults/bin/{URING_B3SUM}")
+    small = [data_file(96 * 1024 + i) for i in range(6)]   # 3 tasks of 32K each: 9 pairs of 32 in all
+    large = data_file(8 * MiB + 3)
+    report = tmp_path / "effective.jsonl"
+    env = {**os.environ, "RINGSUM_FAULTS": f"{slowed}:2000", "URING_B3SUM_WISDOM": "/dev/null"}
+    result = run([FAULTS_BUILD, "--path", "memory", *small, large, large], env=env)
+    assert result.returncode == 0 and result.stdout == b3sum_lines([*small, large, large]), result.stderr
+    lines, said = _effective([FAULTS_BUILD, "--path", "memory", *small, large, large], report, env=env)
+    stagings = [line["staging"] for line in lines]
+    assert stagings[:len(small)] == ["measured"] * len(small), stagings
+    assert stagings[len(small):] == [winner, winner], stagings
+    decided = lines[len(small)]["staging_trial"]
+    ratio = decided["read_once_over_in_place"]
+    assert (ratio < 0.5 if winner == "read-once" else ratio > 2), decided
+    assert decided["read_once_faster_in"] >= 22 if winner == "read-once" else decided["read_once_faster_in"] < 22
+    assert decided["cost_ns"] > 0 and decided["tasks"] >= 64, decided
+    assert lines[-1]["staging_trial"]["tasks"] == decided["tasks"], "the later file's tasks were measured"
+    assert said.count(b"measured here") == 1, said
 
 
 def test_ring_defaults_are_tuned_for_uring_b3sum_and_the_articles_for_the_others(tmp_path):

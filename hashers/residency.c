@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* Is a file in the page cache? Asked once per file as it is opened (input.c), for any reader. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "input.h"
+
+#ifndef __NR_cachestat
+#define __NR_cachestat 451
+#endif
+
+struct cachestat_range { uint64_t off, len; };
+struct cachestat { uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted; };
+
+/*
+ * Three quarters of the file or more in the page cache? Then it is hashed from
+ * memory, the missing pages faulted in: with up to half of a cached file
+ * evicted in 2 MiB pieces, that was faster than reading all of it again
+ * through the ring (docs/cold-path.md). This page
+ * cache loses pages by the minute, so "all of it" was rarely true.
+ *
+ * cachestat() visits every folio in its range: on a cached file held in 4 KiB
+ * folios that costs a noticeable share of the time hashing it takes, and the
+ * consumer waits for it. So a file of more than RESIDENCY_WHOLE bytes is
+ * sampled: one window in each 64th of it, at a scattered place in that 64th
+ * so that a regular pattern of evicted pieces cannot line up with the windows.
+ */
+#define RESIDENCY_SAMPLES 64
+#define RESIDENCY_WINDOW (64u << 10)
+#define RESIDENCY_WHOLE (4 * RESIDENCY_SAMPLES * RESIDENCY_WINDOW)
+
+/* Where the i-th of n samples of a file of size bytes starts: somewhere in its n-th, page aligned. */
+static uint64_t sample_offset(unsigned i, unsigned n, uint64_t size, uint64_t window, uint64_t page)
+{
+	uint64_t stride = size / n, scatter = stride > window ? (i * 0x9e3779b97f4a7c15ull >> 32) % (stride - window) : 0;
+
+	return (i * stride + scatter) & ~(page - 1);
+}
+
+/* By cachestat(): -errno where the kernel will not say (an old kernel, or a reader it refuses). */
+static int cached_by_cachestat(int fd, uint64_t size, uint64_t page)
+{
+	unsigned samples = size > RESIDENCY_WHOLE ? RESIDENCY_SAMPLES : 1;
+	struct cachestat_range range = { 0, size };
+	uint64_t pages = 0, cached = 0;
+	struct cachestat cs;
+
+	for (unsigned i = 0; i < samples; i++) {
+		if (samples > 1)
+			range = (struct cachestat_range){ sample_offset(i, samples, size, RESIDENCY_WINDOW, page),
+							  RESIDENCY_WINDOW };
+		if (syscall(__NR_cachestat, fd, &range, &cs, 0))
+			return -errno;
+		cached += cs.nr_cache;
+		pages += (range.len + page - 1) / page;
+	}
+	return cached * 4 >= pages * 3;
+}
+
+/*
+ * cachestat() answers only a caller that owns the file or may write to it, as
+ * mincore() on its mapping does: a reader of shared data was told "cold" and
+ * read a cached file from the disk. A non-blocking read, preadv2(RWF_NOWAIT),
+ * is refused to no reader: a page in the cache is copied, a missing one is
+ * EAGAIN. One page a sample; POSIX_FADV_RANDOM meanwhile, so that a miss reads
+ * ahead no more than the page it asked for, and sampling stops once a quarter
+ * has missed.
+ */
+static bool cached_by_reading(int fd, uint64_t size, uint64_t page)
+{
+	uint64_t pages = (size + page - 1) / page;
+	unsigned samples = pages < RESIDENCY_SAMPLES ? pages : RESIDENCY_SAMPLES, missed = 0;
+	char probe[4096];
+	struct iovec iov = { probe, sizeof(probe) < page ? sizeof(probe) : page };
+
+	posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+	for (unsigned i = 0; i < samples && missed * 4 <= samples; i++)
+		if (preadv2(fd, &iov, 1, sample_offset(i, samples, size, page, page), RWF_NOWAIT) <= 0)
+			missed++;
+	posix_fadvise(fd, 0, 0, POSIX_FADV_NORMAL);
+	return missed * 4 <= samples;
+}
+
+bool mostly_cached(int fd, uint64_t size)
+{
+	uint64_t page = sysconf(_SC_PAGESIZE);
+	int by_cachestat = cached_by_cachestat(fd, size, page);
+
+	return by_cachestat >= 0 ? by_cachestat : cached_by_reading(fd, size, page);
+}
