@@ -112,7 +112,8 @@ uint8_t *stage_buffer(size_t len) {
 // winner, otherwise. The pairs are noisy (a 1 GiB file cached on the Zen 3,
 // add026ac3c38: 0.99-1.21 for the median of 16, read once faster in 1 to 17 of
 // 32): "faster at the median" alone took read once in 9 of 42 executions
-// there, each costing about 5%; the test took it in none of 24.
+// there, each costing about 5%; the test took it in 1 of 82
+// (docs/wisdom/staging-trial).
 // The tasks are the file's own, at its grain: nothing is hashed twice and no
 // join waits at a chunk's end, so the trial costs what the losing candidate's
 // tasks took beyond the winner's rate, and a clock read per task.
