@@ -141,20 +141,39 @@ static const char *hashing_name(const struct ring *r, const struct input *in)
 	return r->cfg->hashing == HASH_WHEN_BEHIND ? "when-behind" : "serial";
 }
 
+/* Why a file took its path: an option, what it is, or how much of it the page cache holds. */
+static const char *why_path(const struct ring *r, const struct input *in, bool regular, bool cached)
+{
+	if (in->stream)
+		return "";
+	if (r->cfg->path_choice == PATH_MEMORY)
+		return ": --path memory";
+	if (r->cfg->path_choice == PATH_RING)
+		return ": --path ring or --no-mmap";
+	if (r->cfg->knobs.direct)
+		return ": --direct";
+	if (!regular)
+		return ": not a regular file";
+	if (in->from_memory)
+		return ": 3/4 of it or more in the page cache";
+	return cached ? ": in the page cache, but under --memory-min" : ": under 3/4 of it in the page cache";
+}
+
 static void say_how(const struct ring *r, const struct input *in)
 {
 	if (in->from_memory)
-		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, every core, staging %s)\n", r->cfg->prog,
+		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, every core, staging %s)%s\n", r->cfg->prog,
 			in->path, staging_now(r) == STAGE_MEASURED ? "in place or read once, measured on its first tasks"
-			: staging_names[staging_now(r)]);
+			: staging_names[staging_now(r)], in->why);
 	else if (!r->have_uring)
-		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)\n", r->cfg->prog, in->path, r->cfg->knobs.block_size);
+		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)%s\n", r->cfg->prog, in->path,
+			r->cfg->knobs.block_size, in->why);
 	else
-		fprintf(stderr, "%s: %s: reading %sthrough the io_uring ring (%zu%s blocks, %u deep, %u buffers%s)\n",
+		fprintf(stderr, "%s: %s: reading %sthrough the io_uring ring (%zu%s blocks, %u deep, %u buffers%s)%s\n",
 			r->cfg->prog, in->path, in->stream ? "a stream, one read at a time, " : "",
 			r->cfg->knobs.block_size % 1024 ? r->cfg->knobs.block_size : r->cfg->knobs.block_size >> 10,
 			r->cfg->knobs.block_size % 1024 ? "-byte" : "K", r->cfg->knobs.queue_depth, r->cfg->nr_cells,
-			in->direct ? ", O_DIRECT" : "");
+			in->direct ? ", O_DIRECT" : "", in->why);
 }
 
 /* What the harness records of the execution (runs.csv): the choices made for this file, by its place in the list. */
@@ -245,6 +264,7 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 			return -errno;
 	}
 	in->rw_flags = r->cfg->knobs.dontcache && regular && !in->direct && !in->stream ? RWF_DONTCACHE : 0;
+	in->why = why_path(r, in, regular, cached);
 	if (r->cfg->verbose)
 		say_how(r, in);
 	in->opened = true;

@@ -120,8 +120,8 @@ def test_verbose_says_how_the_blocks_were_hashed(cached: Path) -> None:
                            timeout=60, check=True, preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
         return r.stderr.splitlines()[-1]
 
-    assert last_line("--serial-hash").endswith("1024K blocks, 8 deep, 16 buffers)")
-    assert last_line("--parallel-hash").endswith("1024K blocks, 8 deep, 16 buffers)")
+    assert last_line("--serial-hash").endswith("1024K blocks, 8 deep, 16 buffers): --path ring or --no-mmap")
+    assert last_line("--parallel-hash").endswith("1024K blocks, 8 deep, 16 buffers): --path ring or --no-mmap")
     assert last_line(cpus={0}) == ("uring_b3sum: the blocks read through the ring hashed on one core: "
                                    "one hashing thread (the CPUs it may use, or --num-threads)")
     if len(os.sched_getaffinity(0)) > 1:

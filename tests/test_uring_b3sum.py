@@ -20,16 +20,26 @@ URING_B3SUM = "uring_b3sum"
 
 
 def test_cached_file_is_hashed_from_memory_and_cold_file_through_the_ring(tmp_path):
+    """--verbose says which path each file took and why: how much of it was cached, or the option."""
     path = tmp_path / "choice.bin"
     path.write_bytes(data_file(8 * MiB + 3).read_bytes())
     path.read_bytes()
     cached = run([program(URING_B3SUM), "--verbose", path])
     assert cached.stdout == b3sum_lines([path])
     assert b"hashing from the page cache" in cached.stderr
+    assert b"measured on its first tasks): 3/4 of it or more in the page cache\n" in cached.stderr
+    for forced, why in ((["--path", "ring"], b"16 buffers): --path ring or --no-mmap\n"),
+                        (["--no-mmap"], b"16 buffers): --path ring or --no-mmap\n"),
+                        (["--direct"], b"16 buffers, O_DIRECT): --direct\n")):
+        said = run([program(URING_B3SUM), "--verbose", *forced, path])
+        assert said.stdout == b3sum_lines([path]) and why in said.stderr, (forced, said.stderr)
+    evict(path)
+    assert b"first tasks): --path memory\n" in run([program(URING_B3SUM), "--verbose", "--path", "memory", path]).stderr
     evict(path)
     cold = run([program(URING_B3SUM), "--verbose", path])
     assert cold.stdout == b3sum_lines([path])
-    assert b"reading through the io_uring ring (4096K blocks, 8 deep, 16 buffers, O_DIRECT)" in cold.stderr
+    assert (b"reading through the io_uring ring (4096K blocks, 8 deep, 16 buffers, O_DIRECT): "
+            b"under 3/4 of it in the page cache\n") in cold.stderr
 
 
 def test_a_small_cached_file_is_read_through_the_ring_unless_memory_min_says_otherwise(tmp_path):
@@ -38,7 +48,8 @@ def test_a_small_cached_file_is_read_through_the_ring_unless_memory_min_says_oth
     small, large = tmp_path / "small.bin", tmp_path / "large.bin"
     small.write_bytes(data_file(512 * 1024 - 1).read_bytes())
     large.write_bytes(data_file(512 * 1024).read_bytes())
-    for args, small_how in (([], b"reading through the io_uring ring (4096K blocks, 8 deep, 16 buffers)\n"),
+    for args, small_how in (([], b"reading through the io_uring ring (4096K blocks, 8 deep, 16 buffers): "
+                                 b"in the page cache, but under --memory-min\n"),
                             (["--memory-min", "16K"], b"hashing from the page cache")):
         small.read_bytes(), large.read_bytes()
         result = run([program(URING_B3SUM), "--verbose", *args, small, large])
@@ -364,7 +375,8 @@ def test_a_cold_file_is_read_with_o_direct_unless_buffered_and_dontcache_leaves_
         result = run([program(URING_B3SUM), "--verbose", *args], env=env)
         assert abs(resident_bytes(args[-1]) - resident) < MiB, args
         assert result.returncode == 0 and result.stdout == expected, args
-        assert result.stderr.decode().splitlines()[0].endswith(how), (args, result.stderr)   # the file's line
+        line = result.stderr.decode().splitlines()[0]   # the file's line
+        assert line.endswith(how + ": under 3/4 of it in the page cache"), (args, result.stderr)
     both = run([program(URING_B3SUM), "--direct", "--buffered", path])
     assert both.returncode == 2 and b"--direct and --buffered contradict each other" in both.stderr
 
