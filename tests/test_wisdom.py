@@ -71,6 +71,21 @@ def test_a_cold_file_record_never_sends_a_cached_file_to_the_disk(tmp_path: Path
     assert "reading through the io_uring ring (1024K blocks, 4 deep, 4 buffers, O_DIRECT)" in said, said
 
 
+def test_a_cached_file_record_with_a_staging_skips_the_staging_trial(tmp_path: Path, cached_file: Path) -> None:
+    """Where a record says how a cached file's tasks meet the cache, that is what runs, with no trial;
+    a record that does not say leaves it to the trial on the file's first tasks (hashers/parallel_hash.cpp)."""
+    book = tmp_path / "wisdom"
+    key = _key(cached_file)
+    for knobs, staging, trial in (({"read_once": True}, "staging read-once)", False),
+                                  ({"in_place": True}, "staging in-place)", False),
+                                  ({"stage_size": 2 * MiB}, "measured on its first tasks)", True)):
+        record = wisdom.install(_tune_dir(tmp_path, "cached-file", knobs, key), book)
+        assert record.work == "cached-file", record
+        said, _ = _how(cached_file, book)
+        assert "wisdom for cached-file work, measured 2026-11-27T12:00:00Z" in said and staging in said, said
+        assert ("measured here: read once / in place" in said) == trial, said
+
+
 def test_a_record_decides_only_for_its_device_work_and_what_no_option_gave(tmp_path: Path, cached_file: Path) -> None:
     key = _key(cached_file)
     other_device = " ".join(w if not w.startswith("device=") else "device=nvme9n9" for w in key.split())
