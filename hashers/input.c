@@ -146,14 +146,14 @@ static const char *why_path(const struct ring *r, const struct input *in, bool r
 {
 	if (in->stream)
 		return "";
+	if (!regular)
+		return ": not a regular file";
 	if (r->cfg->path_choice == PATH_MEMORY)
 		return ": --path memory";
 	if (r->cfg->path_choice == PATH_RING)
 		return ": --path ring or --no-mmap";
 	if (r->cfg->knobs.direct)
 		return ": --direct";
-	if (!regular)
-		return ": not a regular file";
 	if (in->from_memory)
 		return ": 3/4 of it or more in the page cache";
 	return cached ? ": in the page cache, but under --memory-min" : ": under 3/4 of it in the page cache";

@@ -305,7 +305,7 @@ extern "C" void staging_set_task_hook(void (*hook)(enum staging, size_t)) noexce
 #else
 extern "C" void staging_trial_result(struct staging_trial *out) noexcept {
   *out = {};
-  out->winner = STAGE_MEASURED;  // BLAKE3's join stages nothing: no trial
+  out->winner = STAGE_IN_PLACE;  // BLAKE3's join hashes every task in place: no trial
 }
 extern "C" void staging_set_task_hook(void (*)(enum staging, size_t)) noexcept {}
 

@@ -281,7 +281,9 @@ def test_block_device_through_the_ring(loop_device):
             result = call(program(variant), ["--no-names", *args, device])
             assert result.returncode == 0 and result.stdout == expected, (variant, args, result.stderr)
     verbose = call(program(URING_B3SUM), ["--verbose", "--direct", device])
-    assert b"reading through the io_uring ring" in verbose.stderr
+    assert b"reading through the io_uring ring" in verbose.stderr and b"): not a regular file\n" in verbose.stderr
+    verbose = call(program(URING_B3SUM), ["--verbose", "--path", "memory", device])   # a device is never mapped
+    assert b"reading through the io_uring ring" in verbose.stderr and b"): not a regular file\n" in verbose.stderr
     same_as_b3sum(["--check", "-"], stdin=call(B3SUM, [device]).stdout)
 
 
