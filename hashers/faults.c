@@ -31,13 +31,19 @@ static unsigned long long slow_percent;
 static unsigned read_lag_ms, hash_lag_ms;
 static unsigned staging_lag_us[STAGE_MEASURED];
 
+static void inject_lag(unsigned long long us)
+{
+	struct timespec lag = { us / 1000000, us % 1000000 * 1000L };
+
+	while (us && nanosleep(&lag, &lag) && errno == EINTR)
+		;
+}
+
+/* parallel_hash.cpp's task hook: the staging trial's tasks, slowed by their staging. */
 static void lag_task(enum staging how, size_t len)
 {
-	struct timespec lag = { 0, staging_lag_us[how] * 1000L };
-
 	(void)len;
-	while (lag.tv_nsec && nanosleep(&lag, &lag) && errno == EINTR)
-		;
+	inject_lag(staging_lag_us[how]);
 }
 
 static const char *fault_spec(char *buf, size_t size)
@@ -105,14 +111,6 @@ int fault_result(const struct input *in, int res)
 	return res;
 }
 
-static void inject_lag(unsigned ms)
-{
-	struct timespec lag = { ms / 1000, ms % 1000 * 1000000L };
-
-	while (ms && nanosleep(&lag, &lag) && errno == EINTR)
-		;
-}
-
 /*
  * Slower code, as a regression makes it: P% more CPU work, BLAKE3 over P% of the
  * bytes hashed once more (on one core), so that instruction counts see it as wall
@@ -131,11 +129,11 @@ void fault_slowdown(uint64_t bytes_hashed)
 
 void fault_lag_read(void)
 {
-	inject_lag(read_lag_ms);
+	inject_lag(read_lag_ms * 1000ull);
 }
 
 void fault_lag_hash(void)
 {
-	inject_lag(hash_lag_ms);
+	inject_lag(hash_lag_ms * 1000ull);
 }
 #endif

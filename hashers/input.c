@@ -40,15 +40,11 @@ static const char *const staging_names[] = {
 	[STAGE_MEASURED] = "measured",
 };
 
-/* The staging a cached file's tasks take: the one given, or the trial's winner once it has one. */
-static enum staging staging_now(const struct ring *r)
+/* The staging a cached file's tasks take: the one given, or the trial's winner once it has one (in *trial). */
+static enum staging staging_now(const struct ring *r, struct staging_trial *trial)
 {
-	struct staging_trial trial;
-
-	if (r->cfg->staging != STAGE_MEASURED)
-		return r->cfg->staging;
-	staging_trial_result(&trial);
-	return trial.winner;
+	staging_trial_result(trial);
+	return r->cfg->staging == STAGE_MEASURED ? trial->winner : r->cfg->staging;
 }
 
 /* --verbose, once: what the trial on the first cached file's tasks found, and what it cost. */
@@ -159,21 +155,24 @@ static const char *why_path(const struct ring *r, const struct input *in, bool r
 	return cached ? ": in the page cache, but under --memory-min" : ": under 3/4 of it in the page cache";
 }
 
-static void say_how(const struct ring *r, const struct input *in)
+static void say_how(const struct ring *r, const struct input *in, const char *why)
 {
+	struct staging_trial trial;
+	enum staging how = staging_now(r, &trial);
+
 	if (in->from_memory)
 		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, every core, staging %s)%s\n", r->cfg->prog,
-			in->path, staging_now(r) == STAGE_MEASURED ? "in place or read once, measured on its first tasks"
-			: staging_names[staging_now(r)], in->why);
+			in->path, how == STAGE_MEASURED ? "in place or read once, measured on its first tasks"
+			: staging_names[how], why);
 	else if (!r->have_uring)
 		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)%s\n", r->cfg->prog, in->path,
-			r->cfg->knobs.block_size, in->why);
+			r->cfg->knobs.block_size, why);
 	else
 		fprintf(stderr, "%s: %s: reading %sthrough the io_uring ring (%zu%s blocks, %u deep, %u buffers%s)%s\n",
 			r->cfg->prog, in->path, in->stream ? "a stream, one read at a time, " : "",
 			r->cfg->knobs.block_size % 1024 ? r->cfg->knobs.block_size : r->cfg->knobs.block_size >> 10,
 			r->cfg->knobs.block_size % 1024 ? "-byte" : "K", r->cfg->knobs.queue_depth, r->cfg->nr_cells,
-			in->direct ? ", O_DIRECT" : "", in->why);
+			in->direct ? ", O_DIRECT" : "", why);
 }
 
 /* What the harness records of the execution (runs.csv): the choices made for this file, by its place in the list. */
@@ -185,12 +184,12 @@ static void report_effective(const struct ring *r, const struct input *in)
 	char staging[16] = "null";	/* nor does a file read rather than mapped */
 	char trial[160] = "null";	/* nor a staging given */
 	struct staging_trial found;
+	enum staging how = staging_now(r, &found);
 
 	if (r->have_uring)
 		snprintf(depth, sizeof(depth), "%u", r->cfg->knobs.queue_depth);
 	if (in->from_memory)	/* "measured": still measuring when the file ended, its tasks alternated */
-		snprintf(staging, sizeof(staging), "\"%s\"", staging_names[staging_now(r)]);
-	staging_trial_result(&found);
+		snprintf(staging, sizeof(staging), "\"%s\"", staging_names[how]);
 	if (in->from_memory && r->cfg->staging == STAGE_MEASURED && found.decided)
 		snprintf(trial, sizeof(trial), "{\"pairs\": %u, \"read_once_over_in_place\": %.4f, "
 			 "\"read_once_faster_in\": %u, \"tasks\": %llu, \"cost_ns\": %.0f}", found.pairs, found.ratio,
@@ -264,9 +263,8 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 			return -errno;
 	}
 	in->rw_flags = r->cfg->knobs.dontcache && regular && !in->direct && !in->stream ? RWF_DONTCACHE : 0;
-	in->why = why_path(r, in, regular, cached);
 	if (r->cfg->verbose)
-		say_how(r, in);
+		say_how(r, in, why_path(r, in, regular, cached));
 	in->opened = true;
 	if (in->from_memory)
 		return 0;

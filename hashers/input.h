@@ -38,7 +38,6 @@ struct input {
 	uint64_t completions;		/* reaped for this file, counted by fault injection */
 	int error;			/* first error, negative; the producer's until the file's last block is available */
 	bool from_memory;		/* hash it from the page cache instead of reading it */
-	const char *why;		/* why that path, for --verbose */
 	bool opened;			/* its path was chosen: --effective reports it once it is finished */
 	bool end_seen;			/* its last read asked past its size and stopped there: no probe needed */
 	uint64_t ring_bytes;		/* hashed from the ring's cells */
