@@ -109,11 +109,13 @@ uint8_t *stage_buffer(size_t len) {
 // are in, from every thread, they decide for the rest of the process: read
 // once if it was faster in at least TRIAL_WINS of them (a sign test, one-sided
 // at 2.5%) and by at least TRIAL_MARGIN at their median; in place, the ledger's
-// winner, otherwise. The pairs are noisy (a 1 GiB file cached on the Zen 3,
-// add026ac3c38: 0.99-1.21 for the median of 16, read once faster in 1 to 17 of
-// 32): "faster at the median" alone took read once in 9 of 42 executions
-// there, each costing about 5%; the test took it in 1 of 82
-// (docs/wisdom/staging-trial).
+// winner, otherwise. The pairs are noisy: on a cached 1 GiB file on the Zen 3
+// (add026ac3c38, docs/wisdom/staging-trial, 82 executions) the median of 32
+// ran 0.96-1.16 and read once won 1 to 22 of them, and the trial took read
+// once in 1 execution (the sign test and the median agreed there). A first
+// form, 16 pairs and the median alone, took it in 9 of 42 executions of a
+// run that was not kept: the sign test and the 32 pairs are a guard that
+// kept run does not itself show to be needed.
 // The tasks are the file's own, at its grain: nothing is hashed twice and no
 // join waits at a chunk's end, so the trial costs what the losing candidate's
 // tasks took beyond the winner's rate, and a clock read per task.
