@@ -38,8 +38,6 @@ CONFIG       ?= configs/quick.toml
 PROGRAMS := $(basename $(notdir $(wildcard hashers/variants/*.c)))
 CORE     := $(basename $(notdir $(wildcard hashers/*.c)))
 HEADERS  := $(wildcard hashers/*.h)
-# The programs with a producer thread (the TSan run's).
-THREADED := $(basename $(notdir $(shell grep -l '^RINGSUM_VARIANT.hash_stream_threaded,' hashers/variants/*.c)))
 # The man page's NAME: the variant's .summary.
 summary   = $(shell sed -n 's/^[[:space:]]*\.summary = "\(.*\)",$$/\1/p' hashers/variants/$(1).c)
 # Text inside '...' for the shell: each ' closes the quote, adds an escaped one and reopens.
@@ -79,7 +77,7 @@ $(foreach l,$(SIMD_LEVELS),$(eval DIR_$(l) := $(BUILD)/simd-$(l))$(eval LIB_$(l)
 programs = $(foreach p,$(PROGRAMS),$(DIR_$(1))/bin/$(p))
 bins = $(call programs,$(1)) $(DIR_$(1))/share/ringsum/variants
 
-.PHONY: all deps deps-apt docs structure test test-stress test-sanitize bench bench-cli sweep ledger wisdom-effect fleet wheels lock check-power verify fuzz clean distclean \
+.PHONY: all deps deps-apt docs structure test test-stress test-sanitize test-sanitize-machine bench bench-cli sweep ledger wisdom-effect fleet wheels lock check-power verify fuzz clean distclean \
 	install uninstall man completions deb b3sum-suite simd
 all: $(call bins,release)
 
@@ -355,9 +353,10 @@ export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 TEST_WORKERS ?= auto
 PYTEST := $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-# What the suite runs besides the release build (tests/test_unprivileged.py installs from the wheels).
+# What the suite runs besides the release build (tests/test_unprivileged.py installs from the wheels;
+# tests/test_sanitizers.py runs the hasher tests on the sanitizer builds).
 TEST_NEEDS := deps all $(call bins,avx2) man completions $(B3SUM_SUITE)/.built $(call bins,notrace) $(call bins,faults) \
-	      $(TEST_HELPERS) $(WHEELS_OK)
+	      $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS) $(WHEELS_OK)
 test: $(TEST_NEEDS)
 	$(PYTEST) --durations=12
 
@@ -368,9 +367,14 @@ test-stress: $(TEST_NEEDS)
 	$(VENV)/bin/python tests/under_load.py --runs $(STRESS_RUNS) --logs $(BUILD)/stress -- \
 		$(PYTEST) -p no:cacheprovider $(STRESS_TESTS)
 
-test-sanitize: deps $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS)
-	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(PYTEST) tests/test_hashers.py tests/test_uring_b3sum.py tests/test_recursive.py
-	RINGSUM_BIN_DIR=$(DIR_tsan)/bin RINGSUM_VARIANTS=$(subst $(space),$(comma),$(THREADED)) $(PYTEST) tests/test_hashers.py
+# The hasher tests on the sanitizer builds: ASan+UBSan, and ThreadSanitizer for the programs with
+# threads. `make test` runs tests/test_hashers.py's part (tests/test_sanitizers.py, beside the machine
+# line); the modules of the line itself run under ASan here, after it (CI: test-sanitize-machine).
+SANITIZE_MACHINE := tests/test_uring_b3sum.py tests/test_recursive.py
+test-sanitize: test-sanitize-machine
+	$(PYTEST) tests/test_sanitizers.py
+test-sanitize-machine: deps $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS)
+	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(PYTEST) $(SANITIZE_MACHINE)
 
 bench: deps all $(call bins,notrace) $(call bins,blake3join)
 	rm -rf $(BUILD)/bench

@@ -9,6 +9,7 @@ import pty
 import random
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -85,15 +86,18 @@ def data_file(size: int, name: str | None = None) -> Path:
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     path = DATA_DIR / (name or f"{size}.bin")
     if not path.exists() or path.stat().st_size != size:
+        # Written under a name of this writer's own, then renamed over: a test worker (or a nested
+        # run, tests/test_sanitizers.py) making the same file at once writes the same bytes, and
+        # no reader ever sees a file cut short.
         rng = random.Random(size)
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
+        with tempfile.NamedTemporaryFile(dir=DATA_DIR, prefix=f".{path.name}.", delete=False) as f:
             left = size
             while left:
                 chunk = min(left, 4 * MiB)
                 f.write(rng.randbytes(chunk))
                 left -= chunk
-        tmp.rename(path)
+        os.chmod(f.name, 0o644)  # as open() would have made it: other users' tests read it
+        os.replace(f.name, path)
     return path
 
 

@@ -15,13 +15,17 @@ from typing import Any
 
 FIELDS = ("path", "block_size", "queue_depth", "buffers", "direct", "huge_pages", "hashing", "hash_threads", "staging")
 JOINED = ("path", "hashing", "staging")  # the values the files took, each once, joined by +
+# `--help` answers in milliseconds; a hasher that hangs on it costs this, once a run (as the
+# option probe's wait, harness/pipeline/option_probe.py).
+HELP_TIMEOUT_S = 5.0
 
 
 @functools.lru_cache(maxsize=None)
 def reports_effective(exe: str) -> bool:
     """Whether this hasher takes --effective (its --help says so)."""
     try:
-        r = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+        r = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=HELP_TIMEOUT_S,
+                           stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return "--effective FILE" in r.stdout

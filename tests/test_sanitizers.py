@@ -1,0 +1,47 @@
+"""The hasher suite (tests/test_hashers.py) on the sanitizer builds: ASan+UBSan for every program,
+ThreadSanitizer for those with threads of their own (the Makefile's THREADED). Each program's run is
+one test here, so that they spread over the workers beside the machine line (tests/conftest.py):
+the line waits on sleeps, timeouts and the disk, and these fill that wait, where `make
+test-sanitize` after `make test` used to add their time to CI's (the machine line's own modules
+under ASan stay in `make test-sanitize`). A failure quotes the inner run's failures."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.independent
+
+REPO = Path(__file__).resolve().parent.parent
+THREADED = re.compile(r"^RINGSUM_VARIANT\(hash_stream_threaded,", re.MULTILINE)
+
+
+def programs(flavour: str) -> list[str]:
+    listed = REPO / "build" / flavour / "share" / "ringsum" / "variants"
+    names = listed.read_text().split() if listed.is_file() else []
+    if flavour == "tsan":
+        names = [n for n in names if THREADED.search((REPO / "hashers" / "variants" / f"{n}.c").read_text())]
+    return names
+
+
+RUNS = [(f, p) for f in ("asan", "tsan") for p in programs(f)]
+
+
+def test_every_program_runs_under_a_sanitizer():
+    """The runs below exist: a build that listed no programs would make this module pass empty."""
+    assert {f for f, _ in RUNS} == {"asan", "tsan"}, "build the sanitizer flavours: make test (or make test-sanitize)"
+
+
+@pytest.mark.parametrize(("flavour", "program"), RUNS, ids=[f"{f}-{p}" for f, p in RUNS])
+def test_hasher_suite_under(flavour: str, program: str, tmp_path: Path):
+    env = {**os.environ, "RINGSUM_BIN_DIR": str(REPO / "build" / flavour / "bin"), "RINGSUM_VARIANTS": program}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+                           "--basetemp", str(tmp_path / "inner"), "tests/test_hashers.py"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=580)
+    failures = [ln for ln in done.stdout.splitlines() if ln.startswith(("FAILED", "ERROR"))]
+    assert done.returncode == 0, "\n".join(failures) + "\n" + done.stdout[-4000:] + done.stderr[-2000:]
