@@ -32,6 +32,10 @@ from analysis.cli import main as report_main
 from harness.judge.load import load_run
 from harness.stats import RATIO_CONVENTION
 
+# Kept runs, copied, rendered and shown in Chromium: nothing of the machine's is touched, so the
+# module runs beside the machine line (tests/conftest.py).
+pytestmark = pytest.mark.independent
+
 REPO = Path(__file__).resolve().parent.parent
 KEPT = REPO / "docs" / "cold-path"
 LAYOUT_RUN = KEPT / "adapt-run"  # six machine conditions: the longest decision, 42 commands
