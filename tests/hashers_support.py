@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import pty
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import blake3
 
-_LIBC = ctypes.CDLL(None, use_errno=True)
+from harness.machine.page_cache import cached_pages
 
 REPO = Path(__file__).resolve().parents[1]
 BIN_DIR = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
@@ -101,15 +100,6 @@ def data_file(size: int, name: str | None = None) -> Path:
     return path
 
 
-def _cached_pages(fd: int, offset: int, length: int) -> int | None:
-    """Pages of the range in the page cache, by cachestat() (Linux 6.5+); None where it will not say."""
-    rng = (ctypes.c_uint64 * 2)(offset, length)
-    stat = (ctypes.c_uint64 * 5)()
-    if _LIBC.syscall(451, fd, ctypes.byref(rng), ctypes.byref(stat), 0) != 0:
-        return None
-    return int(stat[0])
-
-
 def evict(path: Path, offset: int = 0, length: int = 0) -> None:
     """Drop one file (or `length` bytes of it from `offset`; 0: to its end) from the page cache,
     leaving everything else alone. POSIX_FADV_DONTNEED skips a page the kernel still holds (a file
@@ -120,7 +110,10 @@ def evict(path: Path, offset: int = 0, length: int = 0) -> None:
         for _ in range(100):
             os.fsync(fd)
             os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
-            if _cached_pages(fd, offset, length) in (0, None):
+            try:
+                if cached_pages(fd, offset, length) == 0:
+                    return
+            except OSError:  # a kernel without cachestat(): the one drop is all there is to ask
                 return
             time.sleep(0.02)
         raise AssertionError(f"{path}: still in the page cache after 100 tries to drop it")

@@ -58,21 +58,25 @@ def _pages(size: int) -> int:
     return (size + PAGE - 1) // PAGE
 
 
-def resident_pages_cachestat(path: str | os.PathLike[str]) -> tuple[int, int]:
-    """(resident pages, total pages) via cachestat(2). Raises OSError if unsupported."""
+def cached_pages(fd: int, offset: int = 0, length: int = 0) -> int:
+    """Pages of an open file's range (length 0: to its end) in the page cache, via cachestat(2).
+    Raises OSError if unsupported or refused."""
     if _SYS_CACHESTAT is None:
         raise OSError(38, "cachestat: unknown syscall number on this architecture")
-    libc = _libc()
+    rng, st = _Range(offset, length), _Stat()
+    rc = _libc().syscall(ctypes.c_long(_SYS_CACHESTAT), ctypes.c_int(fd), ctypes.byref(rng),
+                         ctypes.byref(st), ctypes.c_uint(0))
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"cachestat: {os.strerror(err)}")
+    return int(st.nr_cache)
+
+
+def resident_pages_cachestat(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """(resident pages, total pages) via cachestat(2). Raises OSError if unsupported."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        size = os.fstat(fd).st_size
-        rng, st = _Range(0, 0), _Stat()  # len 0: to the end of the file
-        rc = libc.syscall(ctypes.c_long(_SYS_CACHESTAT), ctypes.c_int(fd), ctypes.byref(rng),
-                          ctypes.byref(st), ctypes.c_uint(0))
-        if rc != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, f"cachestat: {os.strerror(err)}")
-        return int(st.nr_cache), _pages(size)
+        return cached_pages(fd), _pages(os.fstat(fd).st_size)
     finally:
         os.close(fd)
 
