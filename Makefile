@@ -371,9 +371,9 @@ test-stress: $(TEST_NEEDS)
 # threads. `make test` runs tests/test_hashers.py's part (tests/test_sanitizers.py, beside the machine
 # line); the modules of the line itself run under ASan here, after it (CI: test-sanitize-machine).
 SANITIZE_MACHINE := tests/test_uring_b3sum.py tests/test_recursive.py
-test-sanitize: test-sanitize-machine
+test-sanitize: test-sanitize-machine $(call bins,tsan)
 	$(PYTEST) tests/test_sanitizers.py
-test-sanitize-machine: deps $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS)
+test-sanitize-machine: deps $(call bins,asan) $(TEST_HELPERS)
 	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(PYTEST) $(SANITIZE_MACHINE)
 
 bench: deps all $(call bins,notrace) $(call bins,blake3join)

@@ -1,9 +1,9 @@
 """The hasher suite (tests/test_hashers.py) on the sanitizer builds: ASan+UBSan for every program,
-ThreadSanitizer for those with threads of their own (the Makefile's THREADED). Each program's run is
-one test here, so that they spread over the workers beside the machine line (tests/conftest.py):
-the line waits on sleeps, timeouts and the disk, and these fill that wait, where `make
-test-sanitize` after `make test` used to add their time to CI's (the machine line's own modules
-under ASan stay in `make test-sanitize`). A failure quotes the inner run's failures."""
+ThreadSanitizer for those whose main loop has a producer thread (RINGSUM_VARIANT(hash_stream_threaded,
+...) in hashers/variants/). Each program's run is one test here, so that they spread over the
+workers beside the machine line (tests/conftest.py) instead of adding their time after `make test`
+(the machine line's own modules under ASan are `make test-sanitize-machine`). A failure quotes the
+inner run's failures."""
 
 from __future__ import annotations
 
