@@ -1,9 +1,9 @@
 """The hasher suite (tests/test_hashers.py) on the sanitizer builds: ASan+UBSan for every program,
 ThreadSanitizer for those whose main loop has a producer thread (RINGSUM_VARIANT(hash_stream_threaded,
-...) in hashers/variants/). Each program's run is one test here, so that they spread over the
-workers beside the machine line (tests/conftest.py) instead of adding their time after `make test`
-(the machine line's own modules under ASan are `make test-sanitize-machine`). A failure quotes the
-inner run's failures."""
+...) in hashers/variants/), with one large file size of the suite's four (RINGSUM_HASHER_LARGE_SIZES).
+Each program's run is one test here, so that they spread over the workers beside the machine line
+(tests/conftest.py) instead of adding their time after `make test` (the machine line's own modules
+under ASan are `make test-sanitize-machine`). A failure quotes the inner run's failures."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def test_every_program_runs_under_a_sanitizer():
 
 @pytest.mark.parametrize(("flavour", "program"), RUNS, ids=[f"{f}-{p}" for f, p in RUNS])
 def test_hasher_suite_under(flavour: str, program: str, tmp_path: Path):
-    env = {**os.environ, "RINGSUM_BIN_DIR": str(REPO / "build" / flavour / "bin"), "RINGSUM_VARIANTS": program}
+    env = {**os.environ, "RINGSUM_BIN_DIR": str(REPO / "build" / flavour / "bin"), "RINGSUM_VARIANTS": program,
+           "RINGSUM_HASHER_LARGE_SIZES": "1"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
                            "--basetemp", str(tmp_path / "inner"), "tests/test_hashers.py"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=580)
