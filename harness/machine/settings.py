@@ -65,6 +65,24 @@ FREE_PAGE_REPORTING = Tunable(
 )
 TUNABLES = (FREE_PAGE_REPORTING,)
 
+# $RINGSUM_SYSTEM_SETTINGS=leave: a run changes no setting, and says so in meta.json (a machine whose
+# owner does not allow it, or runs beside others that check these settings, as the tests do).
+LEAVE_ENV = "RINGSUM_SYSTEM_SETTINGS"
+LEAVE = "leave"
+
+
+class SettingsError(Exception):
+    """$RINGSUM_SYSTEM_SETTINGS says neither `leave` nor `set` (exit 2)."""
+
+
+def left_alone(environ: dict[str, str]) -> bool:
+    """Whether $RINGSUM_SYSTEM_SETTINGS asks runs to leave the system settings as they are."""
+    value = environ.get(LEAVE_ENV, "set")
+    if value not in (LEAVE, "set"):
+        raise SettingsError(f"{LEAVE_ENV}={value[:40]!r}: it is `leave` (a run changes no system setting) "
+                            "or `set` (the default)")
+    return value == LEAVE
+
 
 # Runs with their own run locks (tests) may overlap: the first to change a setting must not be put
 # back by a later one, so a state file (under its own lock, in the private state directory of
@@ -75,14 +93,18 @@ ENDING_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 @contextmanager
 def timing_settings(log: Callable[[str], None], tunables: tuple[Tunable, ...] = TUNABLES,
-                    state_path: Path | None = None) -> Iterator[list[dict]]:
+                    state_path: Path | None = None, leave: bool = False) -> Iterator[list[dict]]:
     """Apply each available setting for the duration of the block; yields what was done, for meta.json.
+    With `leave`, nothing is changed and the state file is not touched: each setting is recorded as read.
 
     An ending signal (signals.py raises it as an exception) may land anywhere, even between a write
     to sysfs and its record in the state file: each value to put back is noted in `applied` before
     the write, and leaving merges it into the state, so whatever was changed is put back. The state
     file is updated with the ending signals blocked, so that it is not left cut short (a signal sent
     to the process can still reach another thread, hence `applied`)."""
+    if leave:
+        yield [asdict(s) for s in _left(log, tunables)]
+        return
     path = state_path or statemod.settings_state_path()
     me = [os.getpid(), uuid.uuid4().hex]
     applied: dict[str, str] = {}
@@ -174,6 +196,20 @@ def _restore(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore:
                 t.write(restore[t.name])
             except OSError as e:
                 log(f"ringsum: could not restore {t.name}: write {restore[t.name]} to {t.path} ({e.strerror})")
+
+
+def _left(log: Callable[[str], None], tunables: tuple[Tunable, ...]) -> list[Setting]:
+    settings: list[Setting] = []
+    for t in tunables:
+        if not t.available():
+            continue
+        try:
+            now: str | None = t.read()
+        except OSError as e:
+            log(f"note: cannot read {t.name} ({t.path}: {e.strerror}); left as is")
+            now = None
+        settings.append(Setting(t.name, str(t.path), now, now, f"left as is: {LEAVE_ENV}={LEAVE}"))
+    return settings
 
 
 def _apply(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, str],

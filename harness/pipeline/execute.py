@@ -71,6 +71,7 @@ class RunState:
     sequential: Any = None  # harness.judge.sequential.Sequential of a run --until-decided
     added_since: float | None = None  # time.monotonic() when this process last added rounds
     show_output: bool = False  # each execution's output printed after it (hyperfine's --show-output)
+    leave_settings: bool = False  # $RINGSUM_SYSTEM_SETTINGS=leave (harness/machine/settings.py)
 
 
 def describe(rec: res.RunRecord) -> str:

@@ -91,11 +91,15 @@ def run(opts: Options, stream: TextIO = sys.stderr) -> Outcome:
     if opts.resume and _say_finished(Path(opts.resume)):
         return Outcome(0, Path(opts.resume))
     validated = None if opts.resume else validate_new_run(opts)  # errors before waiting
+    try:
+        leave_settings = system.left_alone(dict(os.environ))
+    except system.SettingsError as e:
+        raise SetupError(str(e)) from None
     statemod.preflight()
     # One sweep at a time per machine: two runs would drop each other's page cache and read the same disk.
     with ending_signals_raise() as ending, statemod.locked(statemod.run_lock_path(), log, "another ringsum run"):
         try:
-            return _run_locked(opts, validated, stream, ending)
+            return _run_locked(opts, validated, stream, ending, leave_settings)
         except OSError as e:
             if not disk_full(e):
                 raise
@@ -111,7 +115,8 @@ def _say_finished(run_dir: Path) -> bool:
     return bool(at)
 
 
-def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, ending: EndingSignals) -> Outcome:
+def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, ending: EndingSignals,
+                leave_settings: bool) -> Outcome:
     with emulation.environment(log) as env:
         try:
             state = prepare_new_run(opts, validated, env) if validated else prepare_resume(opts, env)
@@ -121,6 +126,7 @@ def _run_locked(opts: Options, validated: Validated | None, stream: TextIO, endi
             _say_finished(Path(opts.resume or ""))
             return Outcome(0, Path(opts.resume or ""))
         state.show_output = opts.show_output
+        state.leave_settings = leave_settings
         if validated and validated.sequential:
             sequential.record(state.run_dir, validated.sequential)
         meta = res.read_json(state.run_dir / res.META_JSON)
@@ -175,7 +181,7 @@ def _measure(state: RunState, stream: TextIO, ending: EndingSignals) -> int:
             if frac < 0.99:
                 state.warnings.append(f"could not make {f.path} resident ({frac:.2f}); low memory?")
 
-    with system.timing_settings(log) as settings:
+    with system.timing_settings(log, leave=state.leave_settings) as settings:
         record_settings(run_dir, settings)
         progress = Progress(len(to_trace) + len(todo), stream)
         state.count_syscalls = bool(to_trace) and counters.perf_counts_enters()
