@@ -1,6 +1,8 @@
 """fio's engines and batching as a sweep (harness/catalog/tools.py, analysis/engines.py): knobs an engine
 ignores merge in the plan, a random read never sets the speed limit, an unknown or missing engine is a
-one-line error, and a real run answers "is io_uring worth it here" in one line."""
+one-line error, and a real run answers "is io_uring worth it here" in one line. The run is warm,
+takes a lock of its own and leaves the system settings alone: the module runs beside the machine
+line (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from harness.pipeline.preflight import SetupError, check_fio_engines
 
 REPO = Path(__file__).resolve().parent.parent
 FIO_DEFAULTS = {name: default[0] for name, (_, default) in TOOLS["fio"].knobs.items()}
+
+pytestmark = pytest.mark.independent
 
 
 def _argv(**knobs: object) -> list[str]:
@@ -97,7 +101,7 @@ fio = [{ ioengine = ["psync", "io_uring"], bs = ["4K", "1M"], iodepth = [1, 4], 
 """)
     result = subprocess.run([sys.executable, "-m", "harness", "run", str(cfg), "--size", "8M", "--dir", str(d),
                              "--out", str(d / "runs"), "--report"], capture_output=True, text=True, cwd=REPO,
-                            timeout=600, env={**os.environ, "RINGSUM_LOCK": str(d / "lock")})
+                            timeout=600, env={**os.environ, "RINGSUM_LOCK": str(d / "lock"), "RINGSUM_SYSTEM_SETTINGS": "leave"})
     assert result.returncode == 0, result.stderr
     (run_dir,) = (d / "runs").iterdir()
     return run_dir

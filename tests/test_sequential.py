@@ -1,7 +1,9 @@
 """`ringsum run --until-decided`: the looks are fixed before the first round, each is stricter than
 95%, added rounds run only the contenders, and the run ends by a decision, the rounds at most or
 the budget, as recorded. Real hashers on a small cached file; the endings asserted are the ones
-no timing can change (too few rounds for the look's confidence, a budget smaller than a round)."""
+no timing can change (too few rounds for the look's confidence, a budget smaller than a round).
+Its runs are warm, take a lock of their own and leave the system settings alone, so the module runs
+beside the machine line (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,13 @@ from harness.judge import sequential
 from harness.judge.results import read_runs
 from harness.pipeline.plan import added_round_orders
 from test_harness_run import REPO, own_run_lock, ringsum, run_dirs  # noqa: F401 (the fixture: a lock of its own)
+
+pytestmark = pytest.mark.independent
+
+
+@pytest.fixture(autouse=True)
+def settings_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RINGSUM_SYSTEM_SETTINGS", "leave")
 
 
 def _config(tmp_path: Path, hashers: int = 2) -> Path:
