@@ -10,6 +10,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 INDEPENDENT = "pytest.mark.independent"
+TOGETHER = "pytest.mark.together"
 
 # uring_b3sum reads the machine's wisdom (hashers/wisdom.c); no test depends on what this machine's
 # user installed: every hasher a test runs has it off unless the test names a wisdom file itself.
@@ -23,21 +24,32 @@ def independent(module: str) -> bool:
     return INDEPENDENT in (REPO_ROOT / module).read_text(encoding="utf-8")
 
 
+@functools.cache
+def together(module: str) -> bool:
+    """Whether an independent module's tests share a costly module fixture, so that they go to one
+    worker (`pytestmark = [pytest.mark.independent, pytest.mark.together]`): each worker would make it."""
+    return TOGETHER in (REPO_ROOT / module).read_text(encoding="utf-8")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """`-n N --dist loadgroup` (make test): a module that drops the page cache, counts on it, changes a
     system setting, takes the run lock or judges wall time would see the others do the same, so all
     such modules run as one unit, in file order, on one worker; a module that touches only its own
     files says so (`pytestmark = pytest.mark.independent`) and its tests run beside that line, on any
-    worker. A new module is in the line until it says otherwise. (pytest-xdist's own loadgroup names a
-    group by rewriting node ids, which pytest 9 no longer lets it do.)"""
+    worker; one whose tests share a costly module fixture also says `pytest.mark.together`, and they
+    run on one worker. A new module is in the line until it says otherwise. (pytest-xdist's own
+    loadgroup names a group by rewriting node ids, which pytest 9 no longer lets it do.)"""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class MachineLine(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return nodeid if independent(nodeid.split("::", 1)[0]) else "machine"
+            module = nodeid.split("::", 1)[0]
+            if not independent(module):
+                return "machine"
+            return module if together(module) else nodeid
 
     return MachineLine(config, log)
 

@@ -25,7 +25,7 @@ from harness.pipeline.preflight import SetupError, check_fio_engines
 REPO = Path(__file__).resolve().parent.parent
 FIO_DEFAULTS = {name: default[0] for name, (_, default) in TOOLS["fio"].knobs.items()}
 
-pytestmark = pytest.mark.independent
+pytestmark = [pytest.mark.independent, pytest.mark.together]
 
 
 def _argv(**knobs: object) -> list[str]:

@@ -1,6 +1,10 @@
 """The fleet for real: harness/fleet/playbook.yml over an inventory of two hosts on this machine
 (Ansible's local connection, each with its own install and results directory, seeded from this
-checkout's b3sum, BLAKE3 source and wheels), then `ringsum collect` over what came back."""
+checkout's b3sum, BLAKE3 source and wheels), then `ringsum collect` over what came back.
+
+The hosts' runs are warm, with a lock of their own and RINGSUM_SYSTEM_SETTINGS=leave, so the module
+runs beside the machine line (tests/conftest.py): cold runs on a fleet, with sudo, are
+tests/test_fleet_ssh.py's."""
 
 from __future__ import annotations
 
@@ -18,11 +22,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
+pytestmark = [pytest.mark.independent, pytest.mark.together]
+
 HOSTS = ("host-a", "host-b")
 TINY = """
 [run]
 rounds = 2
-cache = "cold"
+cache = "warm"
 file_size = "8M"
 timeout_s = 30
 
@@ -44,7 +50,8 @@ limit = false
 
 
 def _env(state: Path) -> dict[str, str]:
-    return {**os.environ, "RINGSUM_LOCK": str(state / "ringsum.lock"), "ANSIBLE_NOCOLOR": "1",
+    return {**os.environ, "RINGSUM_LOCK": str(state / "ringsum.lock"), "RINGSUM_SYSTEM_SETTINGS": "leave",
+            "ANSIBLE_NOCOLOR": "1",
             "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
 
 
@@ -123,7 +130,7 @@ def test_collect_one_table_and_a_row_per_machine(fleet: Path, tmp_path: Path) ->
     ranked = sorted(machines, key=lambda m: float(m["vs_limit_median"]))
     md = (out / "fleet.md").read_text()
     assert md.index(f"| 1 | {ranked[0]['host']} |") < md.index(f"| 2 | {ranked[1]['host']} |")
-    assert "## 8M file, cold cache" in md and done.stdout.startswith("# Fleet report")
+    assert "## 8M file, warm cache" in md and done.stdout.startswith("# Fleet report")
 
 
 def test_collect_warns_about_unlike_workloads(fleet: Path, tmp_path: Path) -> None:
@@ -134,8 +141,8 @@ def test_collect_warns_about_unlike_workloads(fleet: Path, tmp_path: Path) -> No
     assert made.returncode == 0, made.stderr
     done = ringsum("collect", str(fleet / "out"), str(extra), "--out", str(tmp_path / "report"), state=fleet / "state")
     assert done.returncode == 0, done.stderr
-    assert "warning: the fleet ran 2 unlike workloads (8M cold; 4M warm)" in done.stderr
-    assert "## 4M file, warm cache" in done.stdout and "## 8M file, cold cache" in done.stdout
+    assert "warning: the fleet ran 2 unlike workloads (4M warm; 8M warm)" in done.stderr
+    assert "## 4M file, warm cache" in done.stdout and "## 8M file, warm cache" in done.stdout
 
 
 def test_collect_errors_are_one_line(tmp_path: Path) -> None:
@@ -149,8 +156,6 @@ def test_collect_errors_are_one_line(tmp_path: Path) -> None:
 def test_collect_refuses_a_run_that_did_not_finish(fleet: Path, tmp_path: Path) -> None:
     """A run killed half-way (SIGKILL: nothing could mark it) is refused by name: on its own it is an
     error; inside a fleet's results it is left out of the report and listed, exit 1."""
-    from harness.machine import settings as system
-
     config = tmp_path / "long.toml"
     config.write_text(TINY.replace("rounds = 2", "rounds = 50").replace('"8M"', '"4M"'))
     killed = tmp_path / "killed"
@@ -164,9 +169,7 @@ def test_collect_refuses_a_run_that_did_not_finish(fleet: Path, tmp_path: Path) 
             time.sleep(0.1)
     finally:
         os.killpg(run.pid, signal.SIGKILL)
-        run.wait()
-        with system.timing_settings(lambda _: None):
-            pass  # the killed run's settings are put back, as by the next run
+        run.wait()  # it changed no system setting (RINGSUM_SYSTEM_SETTINGS=leave): none is left to put back
     [run_dir] = [p.parent for p in killed.rglob("runs.csv")]
     alone = ringsum("collect", str(run_dir), "--out", str(tmp_path / "alone"), state=fleet / "state")
     assert alone.returncode == 2 and alone.stderr == (
@@ -178,7 +181,7 @@ def test_collect_refuses_a_run_that_did_not_finish(fleet: Path, tmp_path: Path) 
     assert f"ringsum: {run_dir}: refused: the run did not finish" in done.stderr
     md = (tmp_path / "report" / "fleet.md").read_text()
     assert f"| {run_dir} | refused: the run did not finish" in md
-    assert "## 8M file, cold cache" in md and "## 4M file" not in md
+    assert "## 8M file, warm cache" in md and "## 4M file" not in md
 
 
 def test_a_host_that_fails_says_where_and_why(tmp_path: Path) -> None:
