@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
+import resource
 import shutil
 import subprocess
 from pathlib import Path
@@ -26,6 +27,11 @@ FUZZ_DIR = REPO / "tests" / "fuzz"
 CORPUS = FUZZ_DIR / "corpus"
 TARGET = REPO / "build" / "fuzz" / "fuzz_options"
 CLANG = shutil.which("clang-14") or shutil.which("clang")
+# libFuzzer's out-of-memory check reads the process's peak RSS (getrusage), which Linux carries from
+# the parent over fork and exec: a worker that had mapped a sparse 4 GiB file (tests/test_hostile_files.py)
+# left the fuzzer at 4230 MB before its first input, and it stopped as out of memory. Its limit is
+# libFuzzer's default, 2 GiB, over what it inherits; one allocation stays limited to 2 GiB.
+RSS_LIMIT_MB = 2048
 
 
 def build_target() -> Path:
@@ -46,7 +52,9 @@ def build_target() -> Path:
 
 
 def fuzz(args: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(build_target()), "-close_fd_mask=3", *args], cwd=cwd,
+    inherited_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    return subprocess.run([str(build_target()), "-close_fd_mask=3", f"-rss_limit_mb={RSS_LIMIT_MB + inherited_mb}",
+                           f"-malloc_limit_mb={RSS_LIMIT_MB}", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -63,7 +71,7 @@ def test_fuzz_option_parser(tmp_path):
     work = tmp_path / "corpus"
     work.mkdir()
     result = fuzz([*budget, "-print_final_stats=1", str(work), str(CORPUS)], tmp_path, timeout=seconds + 300)
-    crashes = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-")))
+    crashes = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "leak-", "timeout-", "oom-")))
     assert result.returncode == 0 and not crashes, (
         f"fuzzer found {crashes}: copy them into {CORPUS} and report them\n{result.stderr[-4000:]}")
     stats = dict(re.findall(r"^stat::(\w+):\s+(\d+)", result.stderr, re.M))
