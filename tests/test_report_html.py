@@ -34,7 +34,7 @@ from harness.stats import RATIO_CONVENTION
 
 # Kept runs, copied, rendered and shown in Chromium: nothing of the machine's is touched, so the
 # module runs beside the machine line (tests/conftest.py).
-pytestmark = pytest.mark.independent
+pytestmark = [pytest.mark.independent, pytest.mark.together]  # the report and Chromium measured once
 
 REPO = Path(__file__).resolve().parent.parent
 KEPT = REPO / "docs" / "cold-path"
