@@ -18,17 +18,20 @@ os.environ["URING_B3SUM_WISDOM"] = os.devnull
 
 
 @functools.cache
+def _source(module: str) -> str:
+    """A test module's text: the scheduler runs in the controller, which never imports the test modules."""
+    return (REPO_ROOT / module).read_text(encoding="utf-8")
+
+
 def independent(module: str) -> bool:
-    """Whether a test module says `pytestmark = pytest.mark.independent` (read as text: the scheduler
-    runs in the controller, which never imports the test modules)."""
-    return INDEPENDENT in (REPO_ROOT / module).read_text(encoding="utf-8")
+    """Whether a test module says `pytestmark = pytest.mark.independent`."""
+    return INDEPENDENT in _source(module)
 
 
-@functools.cache
 def together(module: str) -> bool:
     """Whether an independent module's tests share a costly module fixture, so that they go to one
     worker (`pytestmark = [pytest.mark.independent, pytest.mark.together]`): each worker would make it."""
-    return TOGETHER in (REPO_ROOT / module).read_text(encoding="utf-8")
+    return TOGETHER in _source(module)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -52,6 +55,14 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             return module if together(module) else nodeid
 
     return MachineLine(config, log)
+
+
+@pytest.fixture
+def beside_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """For a module beside the machine line whose tests start warm runs: each test's runs take a lock
+    of their own and leave the system settings alone (RINGSUM_SYSTEM_SETTINGS=leave)."""
+    monkeypatch.setenv("RINGSUM_LOCK", str(tmp_path / "run.lock"))
+    monkeypatch.setenv("RINGSUM_SYSTEM_SETTINGS", "leave")
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import blake3
 
@@ -80,24 +82,30 @@ def ringsum(*args: str, env: dict[str, str] | None = None, timeout: float = 600)
                           timeout=timeout, cwd=REPO, env=env)
 
 
-def data_file(size: int, name: str | None = None) -> Path:
-    """A file of `size` random bytes, the same bytes for the same size on every run."""
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
-    path = DATA_DIR / (name or f"{size}.bin")
+def shared_data_file(name: str, size: int, write: Callable[[BinaryIO], None]) -> Path:
+    """DATA_DIR/name, made by `write` unless it is there with `size` bytes. Written under a name of this
+    writer's own, then renamed over: a test worker (or a nested run, tests/test_sanitizers.py) making
+    the same file at once writes the same bytes, and no reader ever sees a file cut short."""
+    path = DATA_DIR / name
     if not path.exists() or path.stat().st_size != size:
-        # Written under a name of this writer's own, then renamed over: a test worker (or a nested
-        # run, tests/test_sanitizers.py) making the same file at once writes the same bytes, and
-        # no reader ever sees a file cut short.
-        rng = random.Random(size)
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=DATA_DIR, prefix=f".{path.name}.", delete=False) as f:
-            left = size
-            while left:
-                chunk = min(left, 4 * MiB)
-                f.write(rng.randbytes(chunk))
-                left -= chunk
+            write(f)
         os.chmod(f.name, 0o644)  # as open() would have made it: other users' tests read it
         os.replace(f.name, path)
     return path
+
+
+def data_file(size: int, name: str | None = None) -> Path:
+    """A file of `size` random bytes, the same bytes for the same size on every run."""
+    def write(f: BinaryIO) -> None:
+        rng, left = random.Random(size), size
+        while left:
+            chunk = min(left, 4 * MiB)
+            f.write(rng.randbytes(chunk))
+            left -= chunk
+
+    return shared_data_file(name or f"{size}.bin", size, write)
 
 
 def evict(path: Path, offset: int = 0, length: int = 0) -> None:

@@ -10,7 +10,6 @@ two minutes mostly the wrappers' sleeps, whose margins are set for a machine und
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from harness.history.bisect import BAD, GOOD, SKIP, judge
 from harness.history.revisions import Repository, RevisionError
 from hashers_support import REPO, data_file, ringsum
 
-pytestmark = pytest.mark.independent
+pytestmark = [pytest.mark.independent, pytest.mark.usefixtures("beside_the_line")]
 
 RELEASE = REPO / "build" / "bin"
 CONFIG = """
@@ -76,16 +75,12 @@ def _repo(tmp_path: Path, sleeps: list[str]) -> tuple[Path, list[str]]:
     return repo, shas
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "RINGSUM_LOCK": str(tmp_path / "run.lock"), "RINGSUM_SYSTEM_SETTINGS": "leave"}
-
-
 def _bisect(tmp_path: Path, repo: Path, good: str, bad: str) -> tuple[subprocess.CompletedProcess[str], dict]:
     config = tmp_path / "bisect.toml"
     config.write_text(CONFIG.replace("@FILE@", str(data_file(8 << 20))))
     out = tmp_path / "out"
     p = ringsum("bisect", "--repo", str(repo), "--good", good, "--bad", bad, "--config", str(config),
-                "--threshold", "50%", "--out", str(out), env=_env(tmp_path))
+                "--threshold", "50%", "--out", str(out))
     dirs = list(out.glob("bisect-*")) if out.exists() else []
     doc = json.loads((dirs[0] / "bisect.json").read_text()) if len(dirs) == 1 else {}
     return p, doc
@@ -130,13 +125,13 @@ def test_bad_revisions_are_one_line_errors(tmp_path):
                                ("no-such-rev", shas[1], "'no-such-rev': no such commit"),
                                ("--all", shas[1], "'--all': not a revision")):
         p = ringsum("bisect", "--repo", str(repo), f"--good={good}", f"--bad={bad}", "--out", str(tmp_path / "out"),
-                    "--config", str(REPO / "configs" / "check.toml"), env=_env(tmp_path))
+                    "--config", str(REPO / "configs" / "check.toml"))
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and message in p.stderr, p.stderr
     assert not (tmp_path / "out").exists()  # nothing made for a bisect that cannot start
     for rounds, confidence, need in (("5", "95%", 6), ("7", "99%", 8)):
         p = ringsum("bisect", "--repo", str(repo), f"--good={shas[0]}", f"--bad={shas[1]}", "--out",
                     str(tmp_path / "out"), "--config", str(REPO / "configs" / "check.toml"), "--rounds", rounds,
-                    "--confidence", confidence, env=_env(tmp_path))
+                    "--confidence", confidence)
         assert p.returncode == 2 and p.stderr == (
             f"ringsum: {rounds} rounds can never decide a step at {confidence}: the fewest that can are {need} "
             f"(--rounds {need}, or a lower --confidence); nothing was built\n"), p.stderr
@@ -171,8 +166,7 @@ def test_history_add_runs_each_commit_beside_the_reference(tmp_path):
     config = tmp_path / "history.toml"
     config.write_text(CONFIG.replace("@FILE@", str(data_file(8 << 20))))
     history = tmp_path / "history"
-    p = ringsum("history", "add", *shas, "--repo", str(repo), "--config", str(config), "--store", str(history),
-                env=_env(tmp_path))
+    p = ringsum("history", "add", *shas, "--repo", str(repo), "--config", str(config), "--store", str(history))
     assert p.returncode == 0, p.stdout + p.stderr
     assert (history / "REFERENCE").read_text().strip() == shas[0]
     records = [json.loads(path.read_text()) for path in sorted(history.glob("*/*/record.json"))]
@@ -184,7 +178,7 @@ def test_history_add_runs_each_commit_beside_the_reference(tmp_path):
     assert abs(itself["ratio"] - 1) < 0.5
     assert not list((history / ".work" / "builds").glob(shas[1][:12]))  # a measured build is not kept
     p = ringsum("history", "add", shas[1], "--repo", str(repo), "--config", str(config), "--store", str(history),
-                "--reference", shas[1], env=_env(tmp_path))
+                "--reference", shas[1])
     assert p.returncode == 2 and "measures beside" in p.stderr and p.stderr.count("\n") == 1
-    p = ringsum("history", "show", "--store", str(history), "--out", str(tmp_path / "page"), env=_env(tmp_path))
+    p = ringsum("history", "show", "--store", str(history), "--out", str(tmp_path / "page"))
     assert p.returncode == 0 and (tmp_path / "page" / "history.html").is_file(), p.stderr

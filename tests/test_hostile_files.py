@@ -5,14 +5,13 @@ one worker (the 4 GiB file and its reference hash are made once)."""
 
 from __future__ import annotations
 
-import os
 import random
-import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 
-from hashers_support import DATA_DIR, VARIANTS, b3sum_lines, program, ring_path, run
+from hashers_support import VARIANTS, b3sum_lines, program, ring_path, run, shared_data_file
 
 pytestmark = [pytest.mark.independent, pytest.mark.together]
 
@@ -23,20 +22,16 @@ GiB = 1 << 30
 def sparse_over_4g() -> Path:
     """4 GiB + 12345 bytes, mostly a hole, with random bytes at the start, around the 4 GiB mark and at
     the end, so that an offset cut to 32 bits would hash the wrong bytes."""
-    path = DATA_DIR / "sparse-4G+12345.bin"
     size = 4 * GiB + 12345
-    if not path.exists() or path.stat().st_size != size:
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+    def write(f: BinaryIO) -> None:
         rng = random.Random(4)
-        # Under a name of its own, then renamed over: a reader never sees it half made.
-        with tempfile.NamedTemporaryFile(dir=DATA_DIR, prefix=f".{path.name}.", delete=False) as f:
-            f.truncate(size)
-            for offset in (0, 4 * GiB - 100_000, size - 5000):
-                f.seek(offset)
-                f.write(rng.randbytes(min(200_000, size - offset)))
-        os.chmod(f.name, 0o644)
-        os.replace(f.name, path)
-    return path
+        f.truncate(size)
+        for offset in (0, 4 * GiB - 100_000, size - 5000):
+            f.seek(offset)
+            f.write(rng.randbytes(min(200_000, size - offset)))
+
+    return shared_data_file("sparse-4G+12345.bin", size, write)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -45,16 +40,7 @@ def test_file_larger_than_4g(variant, direct, sparse_over_4g):
     args = [*ring_path(variant), "--block-size", "1M", "--queue-depth", "8"] + ["--direct"] * direct
     result = run([program(variant), *args, sparse_over_4g], timeout=300)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == b3sum_oracle(sparse_over_4g)
-
-
-_oracle: dict[Path, bytes] = {}
-
-
-def b3sum_oracle(path: Path) -> bytes:
-    if path not in _oracle:
-        _oracle[path] = b3sum_lines([path])
-    return _oracle[path]
+    assert result.stdout == b3sum_lines([sparse_over_4g])  # hashed once a worker (hashers_support)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -21,15 +21,9 @@ from harness.judge import decision
 from harness.judge import sequential
 from harness.judge.results import read_runs
 from harness.pipeline.plan import added_round_orders
-from test_harness_run import REPO, own_run_lock, ringsum, run_dirs  # noqa: F401 (the fixture: a lock of its own)
+from test_harness_run import REPO, ringsum, run_dirs
 
-pytestmark = pytest.mark.independent
-
-
-@pytest.fixture(autouse=True)
-def settings_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RINGSUM_SYSTEM_SETTINGS", "leave")
-
+pytestmark = [pytest.mark.independent, pytest.mark.usefixtures("beside_the_line")]
 
 def _config(tmp_path: Path, hashers: int = 2) -> Path:
     cfg = tmp_path / "decide.toml"

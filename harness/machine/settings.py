@@ -11,7 +11,7 @@ import os
 import re
 import signal
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -75,7 +75,7 @@ class SettingsError(Exception):
     """$RINGSUM_SYSTEM_SETTINGS says neither `leave` nor `set` (exit 2)."""
 
 
-def left_alone(environ: dict[str, str]) -> bool:
+def left_alone(environ: Mapping[str, str]) -> bool:
     """Whether $RINGSUM_SYSTEM_SETTINGS asks runs to leave the system settings as they are."""
     value = environ.get(LEAVE_ENV, "set")
     if value not in (LEAVE, "set"):
@@ -198,18 +198,22 @@ def _restore(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore:
                 log(f"ringsum: could not restore {t.name}: write {restore[t.name]} to {t.path} ({e.strerror})")
 
 
-def _left(log: Callable[[str], None], tunables: tuple[Tunable, ...]) -> list[Setting]:
-    settings: list[Setting] = []
+def _read(log: Callable[[str], None], tunables: tuple[Tunable, ...]) -> Iterator[tuple[Tunable, str | Setting]]:
+    """Each available setting with its value, or, where it cannot be read, its record as unreadable."""
     for t in tunables:
         if not t.available():
             continue
         try:
-            now: str | None = t.read()
+            yield t, t.read()
         except OSError as e:
             log(f"note: cannot read {t.name} ({t.path}: {e.strerror}); left as is")
-            now = None
-        settings.append(Setting(t.name, str(t.path), now, now, f"left as is: {LEAVE_ENV}={LEAVE}"))
-    return settings
+            yield t, Setting(t.name, str(t.path), None, None, f"unreadable: {e.strerror}")
+
+
+def _left(log: Callable[[str], None], tunables: tuple[Tunable, ...]) -> list[Setting]:
+    note = f"left as is: {LEAVE_ENV}={LEAVE}"
+    return [now if isinstance(now, Setting) else Setting(t.name, str(t.path), now, now, note)
+            for t, now in _read(log, tunables)]
 
 
 def _apply(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: dict[str, str],
@@ -217,14 +221,9 @@ def _apply(log: Callable[[str], None], tunables: tuple[Tunable, ...], restore: d
     """Apply what no overlapping run has applied; `restore` and `applied` gain the values to put back
     (`applied` before each write)."""
     settings: list[Setting] = []
-    for t in tunables:
-        if not t.available():
-            continue
-        try:
-            now = t.read()
-        except OSError as e:
-            log(f"note: cannot read {t.name} ({t.path}: {e.strerror}); left as is")
-            settings.append(Setting(t.name, str(t.path), None, None, f"unreadable: {e.strerror}"))
+    for t, now in _read(log, tunables):
+        if isinstance(now, Setting):
+            settings.append(now)
             continue
         if t.name in restore:
             settings.append(Setting(t.name, str(t.path), restore[t.name], now, "set by an overlapping run"))

@@ -92,7 +92,7 @@ def run(opts: Options, stream: TextIO = sys.stderr) -> Outcome:
         return Outcome(0, Path(opts.resume))
     validated = None if opts.resume else validate_new_run(opts)  # errors before waiting
     try:
-        leave_settings = system.left_alone(dict(os.environ))
+        leave_settings = system.left_alone(os.environ)
     except system.SettingsError as e:
         raise SetupError(str(e)) from None
     statemod.preflight()
