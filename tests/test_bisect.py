@@ -4,13 +4,19 @@ Each step is a real A/B run of the real hashers (hyperfine, b3sum's digest), jud
 check` judges; git bisect drives it in a clone inside the run directory.
 
 The runs are warm, take a lock of their own and leave the system settings alone
-(RINGSUM_SYSTEM_SETTINGS=leave): the module runs beside the machine line (tests/conftest.py), its
-two minutes mostly the wrappers' sleeps, whose margins are set for a machine under load (below)."""
+(RINGSUM_SYSTEM_SETTINGS=leave): the module runs beside the machine line (tests/conftest.py). Its
+time is mostly the wrappers' sleeps, whose margins are set for a machine under load (below), so its
+three long commands start together, at the module's start, and its tests read their outcomes: one
+minute on a worker instead of two."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,7 +27,7 @@ from harness.history.bisect import BAD, GOOD, SKIP, judge
 from harness.history.revisions import Repository, RevisionError
 from hashers_support import REPO, data_file, ringsum
 
-pytestmark = [pytest.mark.independent, pytest.mark.usefixtures("beside_the_line")]
+pytestmark = [pytest.mark.independent, pytest.mark.together, pytest.mark.usefixtures("beside_the_line")]
 
 RELEASE = REPO / "build" / "bin"
 CONFIG = """
@@ -75,44 +81,79 @@ def _repo(tmp_path: Path, sleeps: list[str]) -> tuple[Path, list[str]]:
     return repo, shas
 
 
-def _bisect(tmp_path: Path, repo: Path, good: str, bad: str) -> tuple[subprocess.CompletedProcess[str], dict]:
-    config = tmp_path / "bisect.toml"
+def _config(where: Path) -> Path:
+    config = where / "ringsum.toml"
     config.write_text(CONFIG.replace("@FILE@", str(data_file(8 << 20))))
-    out = tmp_path / "out"
-    p = ringsum("bisect", "--repo", str(repo), "--good", good, "--bad", bad, "--config", str(config),
-                "--threshold", "50%", "--out", str(out))
-    dirs = list(out.glob("bisect-*")) if out.exists() else []
-    doc = json.loads((dirs[0] / "bisect.json").read_text()) if len(dirs) == 1 else {}
-    return p, doc
+    return config
 
 
-def test_bisect_names_the_commit_that_sleeps(tmp_path):
-    repo, shas = _repo(tmp_path, [FAST, FAST, FAST, SLOW, SLOW, SLOW])
-    p, doc = _bisect(tmp_path, repo, shas[0], shas[-1])
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert f"found: first slower commit: {shas[3][:12]} commit 3: sleep {SLOW}" in p.stdout
-    assert doc["outcome"]["first_bad"] == shas[3]
-    verdicts = {s["sha"]: s["verdict"] for s in doc["steps"]}
-    assert verdicts[shas[-1]] == BAD  # the bad end, measured first
-    assert all(verdicts[sha] == (BAD if i >= 3 else GOOD) for i, sha in enumerate(shas) if sha in verdicts)
-    assert all(s["ratio"] and (s["ratio"][1] > 1.5 if s["verdict"] == BAD else s["ratio"][2] <= 1.5)
-               for s in doc["steps"])
-    assert _git(repo, "status", "--porcelain") == "" and not (repo / ".git" / "BISECT_LOG").exists()
+@dataclass
+class Started:
+    """A long ringsum command, started with the module: its repository's commits, where it writes."""
+    shas: list[str]
+    out: Path
+    process: subprocess.Popen[str]
+
+    def finish(self) -> subprocess.CompletedProcess[str]:
+        stdout, stderr = self.process.communicate(timeout=600)
+        return subprocess.CompletedProcess(self.process.args, self.process.returncode, stdout, stderr)
+
+    def bisect_doc(self) -> dict:
+        dirs = list(self.out.glob("bisect-*")) if self.out.exists() else []
+        return json.loads((dirs[0] / "bisect.json").read_text()) if len(dirs) == 1 else {}
 
 
-def test_bisect_between_two_fast_commits_finds_no_slower_one(tmp_path):
-    repo, shas = _repo(tmp_path, [FAST, FAST, FAST])
-    p, doc = _bisect(tmp_path, repo, shas[0], shas[-1])
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "\nno slower commit: the bad end's time / the good end's" in p.stdout
-    assert doc["outcome"]["kind"] == "no slower commit" and len(doc["steps"]) == 1
+def _start(where: Path, sleeps: list[str], command: list[str]) -> Started:
+    """`ringsum COMMAND` on a new repository of `sleeps`; @GOOD@, @BAD@, @SHAS@, @REPO@, @CONFIG@ and
+    @OUT@ in COMMAND are its first and last commits, all of them, the repository, a config and the
+    output directory. Its own lock: the three run at once."""
+    where.mkdir(mode=0o700)  # the run lock's directory: ringsum refuses one open to others
+    repo, shas = _repo(where, sleeps)
+    config, out = _config(where), where / "out"
+    argv = []
+    for arg in command:
+        argv += shas if arg == "@SHAS@" else [arg.replace("@GOOD@", shas[0]).replace("@BAD@", shas[-1])
+                                              .replace("@REPO@", str(repo)).replace("@CONFIG@", str(config))
+                                              .replace("@OUT@", str(out))]
+    env = {**os.environ, "RINGSUM_LOCK": str(where / "run.lock"), "RINGSUM_SYSTEM_SETTINGS": "leave"}
+    process = subprocess.Popen([sys.executable, "-m", "harness", *argv], cwd=REPO, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return Started(shas, out, process)
+
+
+BISECT = ["bisect", "--repo", "@REPO@", "--good", "@GOOD@", "--bad", "@BAD@", "--config", "@CONFIG@",
+          "--threshold", "50%", "--out", "@OUT@"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Started]]:
+    """The module's three long commands, running side by side (each mostly sleeps) from the module's
+    first test on, while its short tests run."""
+    tmp = tmp_path_factory.mktemp("bisect")
+    runs: dict[str, Started] = {}
+    try:
+        runs["slow at 3"] = _start(tmp / "slow-at-3", [FAST, FAST, FAST, SLOW, SLOW], BISECT)
+        runs["all fast"] = _start(tmp / "all-fast", [FAST, FAST, FAST], BISECT)
+        runs["history"] = _start(tmp / "history", [FAST, SLOW],
+                                 ["history", "add", "@SHAS@", "--repo", "@REPO@", "--config", "@CONFIG@",
+                                  "--store", "@OUT@"])
+        yield runs
+    finally:
+        for run in runs.values():
+            if run.process.poll() is None:
+                run.process.kill()
+            run.process.communicate()
 
 
 def test_a_revision_that_does_not_build_is_skipped_with_its_reason(tmp_path):
     repo, shas = _repo(tmp_path, [FAST, SLOW])
     (repo / "Makefile").write_text("all:\n\tfalse\n")
     _git(repo, "commit", "-q", "-am", "a Makefile that fails")
-    p, doc = _bisect(tmp_path, repo, shas[0], "HEAD")
+    out = tmp_path / "out"
+    p = ringsum("bisect", "--repo", str(repo), "--good", shas[0], "--bad", "HEAD", "--config", str(_config(tmp_path)),
+                "--threshold", "50%", "--out", str(out))
+    [run_dir] = out.glob("bisect-*")
+    doc = json.loads((run_dir / "bisect.json").read_text())
     assert p.returncode == 2, p.stdout + p.stderr
     (step,) = doc["steps"]
     assert step["verdict"] == SKIP and "it does not build" in step["reason"] and "make all` failed" in step["reason"]
@@ -161,12 +202,10 @@ def test_judge_each_verdict_with_its_reason():
         SKIP, "a command failed, so its time says nothing: uring_b3sum: hash mismatch")
 
 
-def test_history_add_runs_each_commit_beside_the_reference(tmp_path):
-    repo, shas = _repo(tmp_path, [FAST, SLOW])
-    config = tmp_path / "history.toml"
-    config.write_text(CONFIG.replace("@FILE@", str(data_file(8 << 20))))
-    history = tmp_path / "history"
-    p = ringsum("history", "add", *shas, "--repo", str(repo), "--config", str(config), "--store", str(history))
+def test_history_add_runs_each_commit_beside_the_reference(started, tmp_path):
+    run = started["history"]
+    p, shas, history = run.finish(), run.shas, run.out
+    repo, config = history.parent / "repo", history.parent / "ringsum.toml"
     assert p.returncode == 0, p.stdout + p.stderr
     assert (history / "REFERENCE").read_text().strip() == shas[0]
     records = [json.loads(path.read_text()) for path in sorted(history.glob("*/*/record.json"))]
@@ -182,3 +221,26 @@ def test_history_add_runs_each_commit_beside_the_reference(tmp_path):
     assert p.returncode == 2 and "measures beside" in p.stderr and p.stderr.count("\n") == 1
     p = ringsum("history", "show", "--store", str(history), "--out", str(tmp_path / "page"))
     assert p.returncode == 0 and (tmp_path / "page" / "history.html").is_file(), p.stderr
+
+
+def test_bisect_names_the_commit_that_sleeps(started):
+    run = started["slow at 3"]
+    p, doc, shas = run.finish(), run.bisect_doc(), run.shas
+    repo = run.out.parent / "repo"
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"found: first slower commit: {shas[3][:12]} commit 3: sleep {SLOW}" in p.stdout
+    assert doc["outcome"]["first_bad"] == shas[3]
+    verdicts = {s["sha"]: s["verdict"] for s in doc["steps"]}
+    assert verdicts[shas[-1]] == BAD  # the bad end, measured first
+    assert all(verdicts[sha] == (BAD if i >= 3 else GOOD) for i, sha in enumerate(shas) if sha in verdicts)
+    assert all(s["ratio"] and (s["ratio"][1] > 1.5 if s["verdict"] == BAD else s["ratio"][2] <= 1.5)
+               for s in doc["steps"])
+    assert _git(repo, "status", "--porcelain") == "" and not (repo / ".git" / "BISECT_LOG").exists()
+
+
+def test_bisect_between_two_fast_commits_finds_no_slower_one(started):
+    run = started["all fast"]
+    p, doc = run.finish(), run.bisect_doc()
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "\nno slower commit: the bad end's time / the good end's" in p.stdout
+    assert doc["outcome"]["kind"] == "no slower commit" and len(doc["steps"]) == 1
