@@ -8,7 +8,8 @@ the test. The playbook ships the checkout there over SSH and runs `ringsum run` 
 host-b's ringsum has started, host-b dies: every process in its namespace is killed (its SSH server,
 the session, ringsum and what ringsum runs). The fleet report still has host-a's results, and names
 host-b and why it is missing. Everything made here (namespaces, veths, users and homes, the sudoers
-entry, keys, processes, a system setting the killed run left changed) is removed at the end, also
+entry, keys, processes, a system setting the killed run left changed, the files of the module killed
+with host-b: its TMPDIR is in its home) is removed at the end, also
 when the test fails; leftovers of a test run that was itself killed are removed at the start.
 """
 
@@ -133,6 +134,10 @@ class Host:
     def install(self) -> Path:
         return self.home / "ringsum"
 
+    @property
+    def tmp(self) -> Path:
+        return self.home / "tmp"
+
 
 def _wait_for_port(address: str, deadline_s: float = 30) -> None:
     deadline = time.monotonic() + deadline_s
@@ -165,7 +170,8 @@ def _make_host(name: str, letter: str, subnet: str, key_pub: str,
     ssh.mkdir(mode=0o700)
     (ssh / "authorized_keys").write_text(key_pub)
     (ssh / "authorized_keys").chmod(0o600)
-    _sh("chown", "-R", f"{sysname}:{sysname}", str(ssh))
+    (home / "tmp").mkdir(mode=0o700)  # its TMPDIR (ringsum_environment): what a killed module leaves goes with the home
+    _sh("chown", "-R", f"{sysname}:{sysname}", str(ssh), str(home / "tmp"))
     host_key = tmp / f"{name}.hostkey"
     _sh("dropbearkey", "-t", "ed25519", "-f", str(host_key))
     public = next(ln for ln in _sh("dropbearkey", "-y", "-f", str(host_key)).stdout.splitlines()
@@ -225,7 +231,8 @@ def _inventory(made: list[Host], tmp: Path) -> Path:
     inventory.write_text("[fleet]\n" + "".join(
         f"{h.name} ansible_host={h.address} ansible_port={PORT} ansible_user={h.system_name} "
         f"ansible_ssh_private_key_file={tmp / 'key'} ansible_ssh_common_args='{ssh_args}' "
-        f"ansible_python_interpreter=/usr/bin/python3 ringsum_dir={h.install}\n" for h in made))
+        f"ansible_python_interpreter=/usr/bin/python3 ringsum_dir={h.install} "
+        f"ringsum_environment='{json.dumps({'TMPDIR': str(h.tmp)})}'\n" for h in made))
     return inventory
 
 
@@ -306,6 +313,10 @@ def test_a_host_that_dies_mid_run_is_named_and_the_others_reported(played, tmp_p
         "host": "host-b", "stamp": None, "status": "unreachable", "task": "ringsum",
         "why": "the connection to the host failed or was lost (ansible-playbook says more)"}
     assert not list((out / "host-b").rglob("runs.csv"))
+    # The module host-b's death interrupted left the files Ansible unpacks it into: in the TMPDIR given
+    # by ringsum_environment (through sudo), which goes with the host's home, not in this machine's /tmp.
+    assert [p.name.startswith("ansible_ansible.legacy.command_payload_") for p in made[1].tmp.iterdir()] == [True]
+    assert not list(made[0].tmp.iterdir())
 
     report = tmp_path / "report"
     done = subprocess.run([sys.executable, "-m", "harness", "collect", str(out), "--out", str(report)],
