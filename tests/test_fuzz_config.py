@@ -24,7 +24,7 @@ pytestmark = pytest.mark.independent
 REPO = Path(__file__).resolve().parent.parent
 SHIPPED = {p.name: p.read_text() for p in sorted((REPO / "configs").glob("*.toml"))}
 NAME = "fuzz/c.toml"
-EXAMPLES = int(os.environ.get("RINGSUM_FUZZ_EXAMPLES", "2000"))
+EXAMPLES = int(os.environ.get("RINGSUM_FUZZ_EXAMPLES", "1000"))
 FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
 
