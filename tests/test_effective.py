@@ -145,3 +145,16 @@ def test_the_report_reads_direct_as_it_ran(run_dir: Path) -> None:
     stats = as_ran(command_stats(runs), runs).set_index("label")
     assert bool(stats.loc["uring_b3sum defaults", "direct"]) is (not MODE)
     assert bool(stats.loc["b3sum_pread bs=512K qd=4 buf=4", "direct"]) is False
+
+
+def test_a_wrapper_that_hangs_on_help_is_killed_with_what_it_started(tmp_path: Path, monkeypatch) -> None:
+    """The --help probe runs the hasher in a process group of its own: on its timeout the wrapper and
+    its child go (subprocess.run's timeout killed the shell alone, and its sleep lived on)."""
+    marker = f"ringsum-help-probe-{os.getpid()}"
+    wrapper = tmp_path / "hangs"
+    wrapper.write_text(f"#!/bin/sh\nsh -c 'sleep 60; : {marker}'\n")  # a child that outlives a killed shell
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(effective, "HELP_TIMEOUT_S", 0.5)
+    assert effective.reports_effective(str(wrapper)) is False
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert left == [], f"the probe left {left} running"

@@ -30,6 +30,7 @@ FAKE_HASHER = r"""#!/bin/sh
 trace=""; file=""
 while [ $# -gt 0 ]; do
   case "$1" in
+    --help) echo "usage: $0 [--block-size N] [--queue-depth N] [--buffers N] [--trace FILE] FILE"; exit 0;;
     --block-size|--queue-depth|--buffers) shift 2;;
     --trace) trace="$2"; shift 2;;
     --*) shift;;
@@ -320,17 +321,19 @@ def test_missing_hasher_binary_is_a_clear_error(tmp_path: Path):
 def test_hanging_command_is_recorded_and_sweep_continues(tmp_path: Path):
     slow = fake_hasher(tmp_path / "slow_hasher", sleep=60)
     cfg = tmp_path / "c.toml"
-    cfg.write_text(f'[run]\nrounds = 1\ntimeout_s = 1\ntrace = false\n[[hashers]]\nvariant = "slow"\n'
-                   f'path = "{slow}"\n[baselines]\nlimit = false\ncat = true\n')
+    # Warm, with a warmup: killed after timeout_s for each of its two executions and 2 s for hyperfine
+    # (a cold one has 10 s for its prepare: tests/test_driver_faults.py).
+    cfg.write_text(f'[run]\nrounds = 1\ncache = "warm"\nwarmup = 1\ntimeout_s = 1\ntrace = false\n'
+                   f'[[hashers]]\nvariant = "slow"\npath = "{slow}"\n[baselines]\nlimit = false\ncat = true\n')
     out = tmp_path / "r"
     t0 = time.monotonic()
-    p = ringsum("run", str(cfg), "--size", "64K", "--dir", str(tmp_path), "--out", str(out), *MODE_ARGS)
+    p = ringsum("run", str(cfg), "--size", "64K", "--dir", str(tmp_path), "--out", str(out))
     assert time.monotonic() - t0 < 40
     assert p.returncode == 1
     assert "executions failed" in p.stderr
     df = read_runs(run_dirs(out)[0])
     hung = df[df["tool"] == "hasher"]
-    assert hung["exit_code"].isna().all() and "timeout" in hung["error"].iloc[0]
+    assert hung["exit_code"].isna().all() and hung["error"].iloc[0] == "timeout after 4 s (killed)"
     assert df[df["tool"] == "cat"]["exit_code"].eq(0).all()
 
 

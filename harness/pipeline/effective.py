@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
+
+from harness.machine.processes import run_group
 
 FIELDS = ("path", "block_size", "queue_depth", "buffers", "direct", "huge_pages", "hashing", "hash_threads", "staging")
 JOINED = ("path", "hashing", "staging")  # the values the files took, each once, joined by +
@@ -23,12 +24,11 @@ HELP_TIMEOUT_S = 5.0
 @functools.lru_cache(maxsize=None)
 def reports_effective(exe: str) -> bool:
     """Whether this hasher takes --effective (its --help says so)."""
-    try:
-        r = subprocess.run([exe, "--help"], capture_output=True, text=True, timeout=HELP_TIMEOUT_S,
-                           stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
+    try:  # its process group: a wrapper script that hangs is killed with what it started
+        rc, out, _err = run_group([exe, "--help"], HELP_TIMEOUT_S)
+    except OSError:
         return False
-    return "--effective FILE" in r.stdout
+    return rc is not None and "--effective FILE" in out
 
 
 def with_effective(argv: list[str], report: Path) -> list[str]:

@@ -22,7 +22,7 @@ from harness.judge import counters as judged_counters
 from harness.pipeline import counters
 from harness.pipeline import effective
 from harness.judge import results as res
-from harness.pipeline.config_schema import Config
+from harness.pipeline.config_schema import Config, RunSettings
 from harness.pipeline.plan import TRACE, Command, Plan
 from harness.pipeline.preflight import Reference
 from harness.judge.results import iso, utcnow
@@ -31,7 +31,8 @@ from harness.units import format_rate
 
 
 PIPED_TOOLS = {t.name for t in TOOL_LIST if t.pipe_output}
-PREPARE_SLACK_S = 10.0  # on top of the command timeout: sync + drop + residency check
+PREPARE_SLACK_S = 10.0  # on top of a cold execution's timeout: its prepare (sync + drop + residency check)
+START_SLACK_S = 2.0  # on top of a warm one's: hyperfine's own start (the file was warmed before it)
 
 
 class RunStopped(Exception):
@@ -120,6 +121,14 @@ def shown_output(state: RunState, rec: res.RunRecord, cmd: Command) -> str | Non
     return text or None
 
 
+def _timeout(run: RunSettings, cache: str) -> float:
+    """How long hyperfine may take for one execution: the command's timeout_s for each time it runs
+    (a warm one's warmups too), and its prepare's slack (a cold one's, timed inside hyperfine)."""
+    if cache == "warm":
+        return run.timeout_s * (1 + run.warmup) + START_SLACK_S
+    return run.timeout_s + PREPARE_SLACK_S
+
+
 def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRecord:
     raw = state.run_dir / "raw"
     base = _raw_base(state, rnd, position, cmd)
@@ -146,7 +155,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
         words = effective.with_effective(words, report)
     argv.append(shlex.join(words))
     started = utcnow()
-    timeout = state.config.run.timeout_s + PREPARE_SLACK_S
+    timeout = _timeout(state.config.run, cache)
     rc, _out, err = run_group(state.confine(cmd.condition).wrap(argv, state.python), timeout)
     rec = res.RunRecord(
         label=cmd.label, tool=cmd.tool, variant=cmd.variant, group=cmd.group,
