@@ -31,7 +31,6 @@ from harness.pipeline.config import ConfigError, parse_config
 from hashers_support import ringsum
 from harness.pipeline.estimate import estimate_execution_s
 from harness.pipeline.plan import PlanError, build_plan
-from test_tune import SMALL_SPACE
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
@@ -305,34 +304,6 @@ def test_nothing_is_left_after_kill_9_and_resume(tmp_path: Path) -> None:
     assert [m for m in made if still_there(*m)] == []
     assert not (tmp_path / "state" / "conditions.json").exists()
     assert len(rows(run_dir)) == 2 * 2 * 2 * 2  # rounds x conditions (2 x 2) x commands
-
-
-# --- tune under conditions ---
-
-TUNE_SPACE = SMALL_SPACE.replace('cache = "cold"', 'cache = "warm"')
-
-
-def test_tune_picks_the_robust_configuration_over_conditions(tmp_path: Path) -> None:
-    from harness.judge.results import read_runs
-    from harness.judge.verdict import robust_pick
-
-    (tmp_path / "space.toml").write_text(TUNE_SPACE)
-    data = random_file(tmp_path / "f.bin", 8 * MiB)
-    env = {**os.environ, "RINGSUM_LOCK": str(tmp_path / "lock"), "RINGSUM_STATE_DIR": str(tmp_path / "state")}
-    r = ringsum("tune", "--space", str(tmp_path / "space.toml"), "--file", str(data), "--cores", "all,1",
-                "--variant", "uring_b3sum",
-                "--out", str(tmp_path / "out"), env=env)
-    assert r.returncode == 0, r.stderr
-    (tune_dir,) = (tmp_path / "out").iterdir()
-    stages = sorted(p for p in tune_dir.iterdir() if p.is_dir())
-    for stage in stages:
-        assert {x["condition"] for x in rows(only_run_dir(stage))} == {"as-is", "1core"}
-    final = only_run_dir(next(p for p in stages if p.name.endswith("-final")))
-    pick = robust_pick(read_runs(final))
-    assert pick is not None
-    summary = json.loads((tune_dir / "tune.json").read_text())
-    assert summary["winner"] == pick.configuration == summary["robust"]["configuration"]
-    assert f"robust pick over 2 conditions (as-is, 1core): {pick.configuration}" in r.stdout
 
 
 @needs_root
