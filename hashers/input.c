@@ -23,13 +23,14 @@
  * as changed. A signal handler has no context but globals, hence these.
  */
 static volatile sig_atomic_t mapped_file_lost_pages;
-static uintptr_t mapped_end;
+static uintptr_t mapped_start, mapped_end;
 
 static void on_sigbus(int sig, siginfo_t *info, void *context)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uintptr_t hole = (uintptr_t)info->si_addr & ~(uintptr_t)(page - 1);
-	size_t length = hole < mapped_end ? mapped_end - hole : (size_t)page;
+	/* zeros from the hole to the end of the file's mapping: a fault outside it gets its page only */
+	size_t length = hole >= mapped_start && hole < mapped_end ? mapped_end - hole : (size_t)page;
 
 	(void)sig;
 	(void)context;
@@ -78,7 +79,8 @@ static int hash_from_memory(const struct ring *r, struct input *in)
 	if (map == MAP_FAILED)
 		return -errno;
 	mapped_file_lost_pages = 0;
-	mapped_end = (uintptr_t)map + size;
+	mapped_start = (uintptr_t)map;
+	mapped_end = mapped_start + size;
 	sigaction(SIGBUS, &sa, &old);
 	/* the whole file at once, every core: a window at a time would wait for the slowest task of each */
 	hash_mapped(&in->hasher, map, size, r->cfg->knobs.stage_size, r->cfg->staging, r->cfg->knobs.map_release);
