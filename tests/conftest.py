@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from hashers_support import beside_the_line_env
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 INDEPENDENT = "pytest.mark.independent"
 TOGETHER = "pytest.mark.together"
@@ -61,8 +63,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 def beside_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """For a module beside the machine line whose tests start warm runs: each test's runs take a lock
     of their own and leave the system settings alone (RINGSUM_SYSTEM_SETTINGS=leave)."""
-    monkeypatch.setenv("RINGSUM_LOCK", str(tmp_path / "run.lock"))
-    monkeypatch.setenv("RINGSUM_SYSTEM_SETTINGS", "leave")
+    for name, value in beside_the_line_env(tmp_path / "run.lock").items():
+        monkeypatch.setenv(name, value)
 
 
 @pytest.fixture(scope="session")

@@ -82,6 +82,12 @@ def ringsum(*args: str, env: dict[str, str] | None = None, timeout: float = 600)
                           timeout=timeout, cwd=REPO, env=env)
 
 
+def beside_the_line_env(lock: Path) -> dict[str, str]:
+    """The environment a ringsum run needs to run beside the machine line (tests/conftest.py): a run
+    lock of its own, and the system settings left alone (RINGSUM_SYSTEM_SETTINGS=leave)."""
+    return {"RINGSUM_LOCK": str(lock), "RINGSUM_SYSTEM_SETTINGS": "leave"}
+
+
 def shared_data_file(name: str, size: int, write: Callable[[BinaryIO], None]) -> Path:
     """DATA_DIR/name, made by `write` unless it is there with `size` bytes. Written under a name of this
     writer's own, then renamed over: a test worker (or a nested run, tests/test_sanitizers.py) making

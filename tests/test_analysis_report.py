@@ -1,8 +1,9 @@
 """`ringsum report` (analysis/) on real run directories written by the real harness.
 
-A session fixture runs configs/ci.toml twice (and a hasher and cat once at two file sizes), each run under the
-machine's run lock as any `ringsum run` is; the numbers in summary.md are then checked against runs.csv recomputed here
-with plain pandas, and every chart file is checked to be a valid, non-empty image.
+A session fixture runs configs/ci.toml twice (and a hasher and cat once at two file sizes), each run
+under the machine's run lock as any `ringsum run` is; the numbers in summary.md are then checked
+against runs.csv recomputed here with plain pandas, and every chart file is checked to be a valid,
+non-empty image.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from harness.check import decide
 from harness.check.load import RunData
 from harness.history.bisect import BAD, GOOD, SKIP, judge
 from harness.history.revisions import Repository, RevisionError
-from hashers_support import REPO, data_file, ringsum
+from hashers_support import REPO, beside_the_line_env, data_file, ringsum
 
 pytestmark = [pytest.mark.independent, pytest.mark.together, pytest.mark.usefixtures("beside_the_line")]
 
@@ -115,7 +115,7 @@ def _start(where: Path, sleeps: list[str], command: list[str]) -> Started:
         argv += shas if arg == "@SHAS@" else [arg.replace("@GOOD@", shas[0]).replace("@BAD@", shas[-1])
                                               .replace("@REPO@", str(repo)).replace("@CONFIG@", str(config))
                                               .replace("@OUT@", str(out))]
-    env = {**os.environ, "RINGSUM_LOCK": str(where / "run.lock"), "RINGSUM_SYSTEM_SETTINGS": "leave"}
+    env = {**os.environ, **beside_the_line_env(where / "run.lock")}
     process = subprocess.Popen([sys.executable, "-m", "harness", *argv], cwd=REPO, env=env, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     return Started(shas, out, process)
@@ -150,8 +150,8 @@ def test_a_revision_that_does_not_build_is_skipped_with_its_reason(tmp_path):
     (repo / "Makefile").write_text("all:\n\tfalse\n")
     _git(repo, "commit", "-q", "-am", "a Makefile that fails")
     out = tmp_path / "out"
-    p = ringsum("bisect", "--repo", str(repo), "--good", shas[0], "--bad", "HEAD", "--config", str(_config(tmp_path)),
-                "--threshold", "50%", "--out", str(out))
+    p = ringsum("bisect", "--repo", str(repo), "--good", shas[0], "--bad", "HEAD", "--config",
+                str(_config(tmp_path)), "--threshold", "50%", "--out", str(out))
     [run_dir] = out.glob("bisect-*")
     doc = json.loads((run_dir / "bisect.json").read_text())
     assert p.returncode == 2, p.stdout + p.stderr

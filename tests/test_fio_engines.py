@@ -21,6 +21,7 @@ from harness.judge.speed_limit import speed_limit
 from harness.pipeline.config import load_config
 from harness.pipeline.plan import build_plan
 from harness.pipeline.preflight import SetupError, check_fio_engines
+from hashers_support import beside_the_line_env
 
 REPO = Path(__file__).resolve().parent.parent
 FIO_DEFAULTS = {name: default[0] for name, (_, default) in TOOLS["fio"].knobs.items()}
@@ -101,7 +102,7 @@ fio = [{ ioengine = ["psync", "io_uring"], bs = ["4K", "1M"], iodepth = [1, 4], 
 """)
     result = subprocess.run([sys.executable, "-m", "harness", "run", str(cfg), "--size", "8M", "--dir", str(d),
                              "--out", str(d / "runs"), "--report"], capture_output=True, text=True, cwd=REPO,
-                            timeout=600, env={**os.environ, "RINGSUM_LOCK": str(d / "lock"), "RINGSUM_SYSTEM_SETTINGS": "leave"})
+                            timeout=600, env={**os.environ, **beside_the_line_env(d / "lock")})
     assert result.returncode == 0, result.stderr
     (run_dir,) = (d / "runs").iterdir()
     return run_dir

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from hashers_support import beside_the_line_env
+
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 pytestmark = [pytest.mark.independent, pytest.mark.together]
@@ -50,8 +52,7 @@ limit = false
 
 
 def _env(state: Path) -> dict[str, str]:
-    return {**os.environ, "RINGSUM_LOCK": str(state / "ringsum.lock"), "RINGSUM_SYSTEM_SETTINGS": "leave",
-            "ANSIBLE_NOCOLOR": "1",
+    return {**os.environ, **beside_the_line_env(state / "ringsum.lock"), "ANSIBLE_NOCOLOR": "1",
             "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
 
 

@@ -9,8 +9,8 @@ host-b's ringsum has started, host-b dies: every process in its namespace is kil
 the session, ringsum and what ringsum runs). The fleet report still has host-a's results, and names
 host-b and why it is missing. Everything made here (namespaces, veths, users and homes, the sudoers
 entry, keys, processes, a system setting the killed run left changed, the files of the module killed
-with host-b: its TMPDIR is in its home) is removed at the end, also
-when the test fails; leftovers of a test run that was itself killed are removed at the start.
+with host-b: its TMPDIR is in its home) is removed at the end, also when the test fails; leftovers
+of a test run that was itself killed are removed at the start.
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def _make_host(name: str, letter: str, subnet: str, key_pub: str,
     ssh.mkdir(mode=0o700)
     (ssh / "authorized_keys").write_text(key_pub)
     (ssh / "authorized_keys").chmod(0o600)
-    (home / "tmp").mkdir(mode=0o700)  # its TMPDIR (ringsum_environment): what a killed module leaves goes with the home
+    (home / "tmp").mkdir(mode=0o700)  # its TMPDIR (ringsum_environment): a killed module's files go with it
     _sh("chown", "-R", f"{sysname}:{sysname}", str(ssh), str(home / "tmp"))
     host_key = tmp / f"{name}.hostkey"
     _sh("dropbearkey", "-t", "ed25519", "-f", str(host_key))

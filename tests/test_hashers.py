@@ -20,10 +20,11 @@ _SIZES = random.Random(20261121)
 RANDOM_SIZES = sorted(_SIZES.randrange(1, 64 * MiB) for _ in range(3)) + [64 * MiB]
 # How many of these a case hashes (RINGSUM_HASHER_LARGE_SIZES): by default the two smallest, 11.2 and
 # 33.7 MiB, which end in a partial block and wrap 43 of the grid's 45 rings at least twice (the
-# other two, 33 and 64 MiB, are wrapped by their own edges: files_for). The larger two (60.1 MiB, 64 MiB) reach no path these do
-# not, and cost 3 times the grid's time (`pytest -n 2 tests/test_hashers.py`: 62 s against 21 s);
-# RINGSUM_HASHER_LARGE_SIZES=4 hashes them too. The sanitizer runs (tests/test_sanitizers.py) hash the
-# smallest alone: they look at each path's memory accesses and threads, which it reaches as well.
+# other two, 33 and 64 MiB, are wrapped by their own edges: files_for). The larger two (60.1 MiB,
+# 64 MiB) reach no path these do not, and cost 3 times the grid's time (`pytest -n 2
+# tests/test_hashers.py`: 62 s against 21 s); RINGSUM_HASHER_LARGE_SIZES=4 hashes them too. The
+# sanitizer runs (tests/test_sanitizers.py) hash the smallest alone: they look at each path's memory
+# accesses and threads, which it reaches as well.
 LARGE_SIZES = RANDOM_SIZES[:int(os.environ.get("RINGSUM_HASHER_LARGE_SIZES", "2"))]
 
 BLOCK_SIZES_DIRECT = [4 * KiB, 8 * KiB, 64 * KiB, 128 * KiB, 512 * KiB, 1 * MiB, 4 * MiB]

@@ -25,6 +25,7 @@ from test_harness_run import REPO, ringsum, run_dirs
 
 pytestmark = [pytest.mark.independent, pytest.mark.usefixtures("beside_the_line")]
 
+
 def _config(tmp_path: Path, hashers: int = 2) -> Path:
     cfg = tmp_path / "decide.toml"
     second = '[[hashers]]\nvariant = "liburing_b3sum_singlethread"\nblock_size = "128K"\nqueue_depth = 4\n'

@@ -25,6 +25,7 @@ from harness.judge.results import read_runs
 from harness.tune import wisdom
 from harness.tune import search as tune
 from harness.tune import space as tune_space
+from hashers_support import beside_the_line_env
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
@@ -49,15 +50,7 @@ direct = [true, false]
 """
 
 
-pytestmark = [pytest.mark.independent, pytest.mark.together]
-BESIDE_THE_LINE = {"RINGSUM_SYSTEM_SETTINGS": "leave"}
-
-
-@pytest.fixture(autouse=True)
-def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests do not wait for (or block) a real sweep running on the same machine, nor change a setting."""
-    monkeypatch.setenv("RINGSUM_LOCK", str(tmp_path / "ringsum.lock"))
-    monkeypatch.setenv("RINGSUM_SYSTEM_SETTINGS", "leave")
+pytestmark = [pytest.mark.independent, pytest.mark.together, pytest.mark.usefixtures("beside_the_line")]
 
 
 def ringsum(*args: str, env: dict[str, str | None] | None = None) -> subprocess.CompletedProcess[str]:
@@ -84,8 +77,8 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path | str]:
     data.write_bytes(os.urandom(16 << 20))
     config_home = d / "config"
     r = ringsum("tune", "--space", str(d / "space.toml"), "--file", str(data), "--warm", "--out", str(d / "out"),
-                "--install", env={"RINGSUM_LOCK": str(d / "lock"), "XDG_CONFIG_HOME": str(config_home),
-                                  "URING_B3SUM_WISDOM": None, **BESIDE_THE_LINE})
+                "--install", env={**beside_the_line_env(d / "lock"), "XDG_CONFIG_HOME": str(config_home),
+                                  "URING_B3SUM_WISDOM": None})
     assert r.returncode == 0, r.stderr
     (tune_dir,) = (d / "out").iterdir()
     return {"dir": tune_dir, "stdout": r.stdout, "file": data, "config_home": config_home}
