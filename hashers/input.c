@@ -143,9 +143,12 @@ static const char *hashing_name(const struct ring *r, const struct input *in)
 	return r->cfg->hashing == HASH_WHEN_BEHIND ? "when-behind" : "serial";
 }
 
-/* Why a file took its path: an option, what it is, or how much of it the page cache holds. */
-static const char *why_path(const struct ring *r, const struct input *in, bool regular, bool cached)
+/* Why a file took its path: an option, what it is, or how much of it the page cache holds (buf: room for a size). */
+static const char *why_path(const struct ring *r, const struct input *in, bool regular, bool cached,
+			    char *buf, size_t size)
 {
+	size_t min = r->cfg->knobs.memory_min;
+
 	if (in->stream)
 		return "";
 	if (!regular)
@@ -158,7 +161,14 @@ static const char *why_path(const struct ring *r, const struct input *in, bool r
 		return ": --direct";
 	if (in->from_memory)
 		return ": 3/4 of it or more in the page cache";
-	return cached ? ": in the page cache, but under --memory-min" : ": under 3/4 of it in the page cache";
+	if (!cached)
+		return ": under 3/4 of it in the page cache";
+	if (min % 1024)
+		snprintf(buf, size, ": in the page cache, but under --memory-min %zu bytes", min);
+	else
+		snprintf(buf, size, ": in the page cache, but under --memory-min %zu%c", min % (1u << 20) ? min >> 10 : min >> 20,
+			 min % (1u << 20) ? 'K' : 'M');
+	return buf;
 }
 
 static void say_how(const struct ring *r, const struct input *in, const char *why)
@@ -167,8 +177,8 @@ static void say_how(const struct ring *r, const struct input *in, const char *wh
 	enum staging how = staging_now(r, &trial);
 
 	if (in->from_memory)
-		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, every core, staging %s)%s\n", r->cfg->prog,
-			in->path, how == STAGE_MEASURED ? "in place or read once, measured on its first tasks"
+		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, %u thread%s, staging %s)%s\n", r->cfg->prog,
+			in->path, r->cfg->hash_threads, r->cfg->hash_threads == 1 ? "" : "s", how == STAGE_MEASURED ? "in place or read once, measured on its first tasks"
 			: staging_names[how], why);
 	else if (!r->have_uring)
 		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)%s\n", r->cfg->prog, in->path,
@@ -221,6 +231,7 @@ static uint64_t direct_min(const struct ring *r)
 static int open_input(struct ring *r, struct input *in, unsigned index)
 {
 	bool regular, cached;
+	char why[80];
 	int ret;
 
 	if (!strcmp(in->path, "-")) {
@@ -242,12 +253,9 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	/*
 	 * Asking for O_DIRECT is asking for the ring: auto only takes the page
 	 * cache without it, and not for a file under --memory-min, where mapping,
-	 * faulting and unmapping it cost more than the copy of a read. The
-	 * ledger's "hot tree of N files of 256 KiB / 512 KiB / 1 MiB" rows
-	 * (configs/ledger-memory-min.toml, docs/ledger.md): on add026ac3c38 (Zen 3)
-	 * ring / memory crosses 1 above 512K on two cores and below it on one, so
-	 * 512K costs two cores at exactly 512K; a Zen 4 whose runs were not kept
-	 * put it at 512K on both. Wisdom for a tree or a cached file may set it.
+	 * faulting and unmapping it cost more than the copy of a read. Its
+	 * default, 512K on one hashing thread and 1M on more, and the ledger rows
+	 * it rests on: hashers/variants/uring_b3sum.c. Wisdom for a tree may set it.
 	 */
 	in->from_memory = regular && (r->cfg->path_choice == PATH_MEMORY ||
 				      (r->cfg->path_choice == PATH_AUTO && !r->cfg->knobs.direct && in->size >= r->cfg->knobs.memory_min && cached));
@@ -270,7 +278,7 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	}
 	in->rw_flags = r->cfg->knobs.dontcache && regular && !in->direct && !in->stream ? RWF_DONTCACHE : 0;
 	if (r->cfg->verbose)
-		say_how(r, in, why_path(r, in, regular, cached));
+		say_how(r, in, why_path(r, in, regular, cached, why, sizeof(why)));
 	in->opened = true;
 	if (in->from_memory)
 		return 0;

@@ -53,9 +53,9 @@
 	       "a power of two (others round down), 64K at least; 0: all at the end") \
 	NUMBER(memory_min, SIZE, 0, MEMORY, 512u << 10, 16u << 10, MAX_BLOCK_SIZE, "mmin", 0, "SIZE", \
 	       "the smallest file hashed from memory", "bytes", "is larger than the 1G maximum", \
-	       "uring_b3sum: a cached file of SIZE or more is hashed from memory on\n" \
-	       "every core, a smaller one read through the ring and hashed by one\n" \
-	       "(mapping it costs more than the copy of a read below about 512K)")
+	       "uring_b3sum: a cached file of SIZE or more is hashed from memory\n" \
+	       "a smaller one is read through the ring: mapping costs more than a copy\n" \
+	       "with two or more hashing threads 1M unless given: the copy overlaps them")
 
 #define RINGSUM_FLAGS(FLAG) \
 	FLAG(direct, 'd', ALL, "direct", 3, "read with O_DIRECT; SIZE must be a multiple of 4096") \

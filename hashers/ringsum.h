@@ -119,6 +119,7 @@ struct variant {
 	unsigned queue_depth;		/* default; 0: the article's 4 */
 	unsigned buffers_per_depth;	/* default buffers per queue depth; 0: 1 */
 	size_t tree_direct_min;		/* what --direct-min 0 means for many files (--recursive, or more than one FILE) */
+	size_t parallel_memory_min;	/* --memory-min when not given and more than one thread hashes; 0: the knob's */
 	bool hashes_when_behind;	/* a ring block on every core while the next one waits (HASH_WHEN_BEHIND) */
 	int (*hash_stream)(struct ring *ring);
 };
@@ -164,6 +165,7 @@ struct progress {
 /* the option unit (options_impl.h inside): options.c and knob_table.c */
 int parse_options(struct options *opts, int argc, char **argv, const struct variant *v);
 void knobs_for_variant(struct knobs *k, const struct variant *v);
+void knobs_for_threads(struct knobs *k, const struct options *opts, const struct variant *v, size_t hash_threads);
 
 /* trace.c */
 int trace_open(struct trace *t, const char *path);

@@ -44,19 +44,41 @@ def test_cached_file_is_hashed_from_memory_and_cold_file_through_the_ring(tmp_pa
 
 
 def test_a_small_cached_file_is_read_through_the_ring_unless_memory_min_says_otherwise(tmp_path):
-    """Below --memory-min (512K) a cached file is read (buffered: it is in the page cache) through the
-    ring and hashed by one thread; at or above it, from memory on every core."""
-    small, large = tmp_path / "small.bin", tmp_path / "large.bin"
-    small.write_bytes(data_file(512 * 1024 - 1).read_bytes())
-    large.write_bytes(data_file(512 * 1024).read_bytes())
-    for args, small_how in (([], b"reading through the io_uring ring (4096K blocks, 8 deep, 16 buffers): "
-                                 b"in the page cache, but under --memory-min\n"),
-                            (["--memory-min", "16K"], b"hashing from the page cache")):
-        small.read_bytes(), large.read_bytes()
-        result = run([program(URING_B3SUM), "--verbose", *args, small, large])
-        assert result.stdout == b3sum_lines([small, large]), args
-        lines = [line for line in result.stderr.splitlines(keepends=True) if str(tmp_path).encode() in line]
-        assert len(lines) == 2 and small_how in lines[0] and b"hashing from the page cache" in lines[1], lines
+    """Below --memory-min a cached file is read (buffered: it is in the page cache) through the ring; at
+    or above it, hashed from memory. Not given, it is 512K with one hashing thread and 1M with more
+    (the ring's copy then runs beside the hashing); given, on the command line or in a wisdom record,
+    it is what was given whatever the threads."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    sizes = (512 * 1024 - 1, 512 * 1024, MiB - 1, MiB)
+    paths = [tree / f"f{size:07d}.bin" for size in sizes]  # -r's order, too
+    for path, size in zip(paths, sizes):
+        path.write_bytes(data_file(size).read_bytes())
+    record = tmp_path / "wisdom"
+    key = run([program(URING_B3SUM), "--wisdom-key", "-r", tree]).stdout.decode().strip()
+    record.write_text(f"{key} work=tree measured=2026-11-28T00:00:00Z options=--memory-min 16K\n")
+
+    def how(*args: str, wisdom: Path = Path("/dev/null")) -> list[str]:
+        """Each file's path: "memory", or the --memory-min it was under."""
+        for path in paths:
+            path.read_bytes()
+        named = [] if "-r" in args else paths
+        result = run([program(URING_B3SUM), "--verbose", *args, *named],
+                     env={**os.environ, "URING_B3SUM_WISDOM": str(wisdom)})
+        assert result.stdout == b3sum_lines(paths), args
+        lines = [line for line in result.stderr.decode().splitlines()
+                 if str(tree) in line and re.search(r"\.bin: (reading|hashing)", line)]
+        assert len(lines) == len(paths), result.stderr
+        return ["memory" if "hashing from the page cache" in line else
+                re.search(r"under --memory-min (\S+)$", line).group(1) for line in lines]
+
+    one_thread = ["512K", "memory", "memory", "memory"]
+    # the CPUs this test may use decide the threads: 2 on the 2-core machines it runs on
+    assert how() == (["1M", "1M", "1M", "memory"] if len(os.sched_getaffinity(0)) > 1 else one_thread)
+    assert how("--num-threads", "1") == one_thread
+    assert how("--memory-min", "512K") == one_thread
+    assert how("--memory-min", "16K") == ["memory"] * 4
+    assert how("-r", str(tree), wisdom=record) == ["memory"] * 4
 
 
 def test_a_mostly_cached_file_is_hashed_from_memory(tmp_path):

@@ -38,6 +38,16 @@ RINGSUM_VARIANT(hash_stream_threaded,
 	 * depth stays.
 	 */
 	.tree_direct_min = 4u << 10,
+	/*
+	 * A cached file from 512K up to 1M goes through the ring when two or
+	 * more threads hash: the producer's copy then runs beside the hashing,
+	 * where mapping and faulting it in would be the hashing threads' own.
+	 * One thread has nothing to overlap the copy with and keeps 512K. The
+	 * ledger's hot tree rows (configs/ledger-memory-min.toml) on
+	 * add026ac3c38, 2 cores, ring / memory: 0.88 at 512K in both kept runs,
+	 * 1.05 and 1.01 at 1M (docs/ledger/add026ac3c38/README.md).
+	 */
+	.parallel_memory_min = 1u << 20,
 	.hashes_when_behind = true,
 	.setup_flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
 );
