@@ -42,10 +42,11 @@ RINGSUM_VARIANT(hash_stream_threaded,
 	 * A cached file from 512K up to 1M goes through the ring when two or
 	 * more threads hash: the producer's copy then runs beside the hashing,
 	 * where mapping and faulting it in would be the hashing threads' own.
-	 * One thread has nothing to overlap the copy with and keeps 512K. The
-	 * ledger's hot tree rows (configs/ledger-memory-min.toml) on
-	 * add026ac3c38, 2 cores, ring / memory: 0.88 at 512K in both kept runs,
-	 * 1.05 and 1.01 at 1M (docs/ledger/add026ac3c38/README.md).
+	 * One thread has nothing to overlap the copy with; there 512K went either
+	 * way and stays. The ledger's hot tree rows (ledger-memory-min) on
+	 * add026ac3c38, ring / memory on 2 cores: 0.88, 0.88 and 0.84 at 512K,
+	 * 1.05, 1.01 and 1.05 at 1M, 1.54 at 2M; on 1 core 1.12, 0.93 and 0.91
+	 * at 512K (docs/cold-path/memory-min-run/README.md).
 	 */
 	.parallel_memory_min = 1u << 20,
 	.hashes_when_behind = true,
