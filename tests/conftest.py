@@ -60,6 +60,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 
 
 @pytest.fixture
+def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's runs take a lock of their own: they neither wait for nor block a real sweep on the
+    machine, nor each other."""
+    monkeypatch.setenv("RINGSUM_LOCK", str(tmp_path / "ringsum.lock"))
+
+
+@pytest.fixture
 def beside_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """For a module beside the machine line whose tests start warm runs: each test's runs take a lock
     of their own and leave the system settings alone (RINGSUM_SYSTEM_SETTINGS=leave)."""

@@ -28,9 +28,7 @@ B3SUM = REPO / ".tools" / "bin" / "b3sum"
 URING_B3SUM = REPO / "build" / "bin" / "uring_b3sum"
 
 
-@pytest.fixture(autouse=True)
-def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RINGSUM_LOCK", str(tmp_path / "ringsum.lock"))
+pytestmark = pytest.mark.usefixtures("own_run_lock")
 
 
 def ringsum(*args: str) -> subprocess.CompletedProcess[str]:

@@ -26,9 +26,7 @@ RO_DROP_CACHES = ("mount --bind /proc/sys/vm/drop_caches /proc/sys/vm/drop_cache
                   "mount -o remount,bind,ro /proc/sys/vm/drop_caches")
 
 
-@pytest.fixture(autouse=True)
-def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RINGSUM_LOCK", str(tmp_path / "ringsum.lock"))
+pytestmark = pytest.mark.usefixtures("own_run_lock")
 
 
 def ringsum_argv(*args: str) -> list[str]:

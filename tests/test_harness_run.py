@@ -50,10 +50,7 @@ exec "@B3SUM@" "$file"
 """
 
 
-@pytest.fixture(autouse=True)
-def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests do not wait for (or block) a real sweep running on the same machine."""
-    monkeypatch.setenv("RINGSUM_LOCK", str(tmp_path / "ringsum.lock"))
+pytestmark = pytest.mark.usefixtures("own_run_lock")
 
 
 def b3sum_exe() -> str:

@@ -19,9 +19,7 @@ IS_ROOT = os.geteuid() == 0
 MODE = [] if IS_ROOT else ["--warm"]
 
 
-@pytest.fixture(autouse=True)
-def own_run_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RINGSUM_LOCK", str(tmp_path / "ringsum.lock"))
+pytestmark = pytest.mark.usefixtures("own_run_lock")
 
 
 def ringsum(*args: str | bytes) -> subprocess.CompletedProcess[str]:
