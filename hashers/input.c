@@ -60,10 +60,16 @@ static void say_trial(struct ring *r, const struct input *in)
 	if (!r->cfg->verbose || r->trial_said || !trial.decided)
 		return;
 	r->trial_said = true;
+	/*
+	 * In place, kept unless read once wins clearly, can be kept with read
+	 * once the faster at the median: the trial's other tasks then ran faster
+	 * than the winner's rate, and it cost nothing.
+	 */
 	fprintf(stderr, "%s: %s: staging %s, measured here: read once / in place %.3f, the median of %u pairs "
 		"of tasks, read once faster in %u; the trial's %llu tasks cost %.2f ms of CPU beyond the winner's "
-		"rate\n", r->cfg->prog, in->path, staging_names[trial.winner], trial.ratio, trial.pairs,
-		trial.read_once_wins, trial.tasks, trial.cost_ns / 1e6);
+		"rate%s\n", r->cfg->prog, in->path, staging_names[trial.winner], trial.ratio, trial.pairs,
+		trial.read_once_wins, trial.tasks, trial.cost_ns > 0 ? trial.cost_ns / 1e6 : 0.0,
+		trial.cost_ns < 0 ? " (nothing: the other staging's tasks ran faster, not by enough to be taken)" : "");
 }
 
 static int hash_from_memory(const struct ring *r, struct input *in)
