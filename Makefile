@@ -77,7 +77,7 @@ $(foreach l,$(SIMD_LEVELS),$(eval DIR_$(l) := $(BUILD)/simd-$(l))$(eval LIB_$(l)
 programs = $(foreach p,$(PROGRAMS),$(DIR_$(1))/bin/$(p))
 bins = $(call programs,$(1)) $(DIR_$(1))/share/ringsum/variants
 
-.PHONY: all deps deps-apt docs structure test test-stress test-sanitize test-sanitize-machine bench bench-cli sweep ledger wisdom-effect fleet wheels lock check-power verify fuzz clean distclean \
+.PHONY: all deps deps-apt docs structure test test-stress test-sanitize test-sanitize-machine bench bench-cli sweep ledger wisdom-effect wisdom-effect-tree fleet wheels lock check-power verify fuzz clean distclean \
 	install uninstall man completions deb b3sum-suite simd
 all: $(call bins,release)
 
@@ -429,6 +429,19 @@ wisdom-effect: deps all
 	cp $(WISDOM_EFFECT)/tune-*/tuned.options $(WISDOM_EFFECT)/tuned.options
 	$(VENV)/bin/ringsum run configs/wisdom-effect.toml --file $(WISDOM_FILE) --out $(WISDOM_EFFECT)/runs
 	$(VENV)/bin/ringsum run configs/wisdom-effect.toml --file $(WISDOM_FILE) --warm --out $(WISDOM_EFFECT)/runs
+
+# The same for a tree (configs/wisdom-effect-tree.toml): 16,384 files of 64 KiB in 256 directories,
+# a cold tune over configs/tune-trees.toml installed as the tree's record, then cold and cached.
+WISDOM_TREE = $(BUILD)/wisdom-effect-tree
+wisdom-effect-tree: deps all
+	rm -rf $(WISDOM_TREE) && mkdir -p $(WISDOM_TREE)/tree
+	for d in $$(seq -w 0 255); do mkdir $(WISDOM_TREE)/tree/d$$d && \
+		head -c 4M /dev/urandom | split -b 64K -a 2 - $(WISDOM_TREE)/tree/d$$d/f || exit 1; done
+	URING_B3SUM_WISDOM=$(abspath $(WISDOM_TREE))/wisdom $(VENV)/bin/ringsum tune --space configs/tune-trees.toml \
+		--file $(WISDOM_TREE)/tree --budget 3 --install --out $(WISDOM_TREE)
+	cp $(WISDOM_TREE)/tune-*/tuned.options $(WISDOM_TREE)/tuned.options
+	$(VENV)/bin/ringsum run configs/wisdom-effect-tree.toml --file $(WISDOM_TREE)/tree --out $(WISDOM_TREE)/runs
+	$(VENV)/bin/ringsum run configs/wisdom-effect-tree.toml --file $(WISDOM_TREE)/tree --warm --out $(WISDOM_TREE)/runs
 
 # A run that exits 1 (some executions failed) still gets its report; the exit status is kept.
 sweep: deps all
