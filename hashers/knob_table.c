@@ -120,7 +120,8 @@ bool parse_count(const char *text, unsigned long long *value)
 
 /* The kinds of work uring_b3sum's wisdom keeps a record for (wisdom.c), and the knobs each decides. */
 static const char *const work_names[] = {
-	[WORK_COLD_FILE] = "cold-file", [WORK_CACHED_FILE] = "cached-file", [WORK_TREE] = "tree",
+	[WORK_COLD_FILE] = "cold-file", [WORK_CACHED_FILE] = "cached-file",
+	[WORK_COLD_TREE] = "cold-tree", [WORK_CACHED_TREE] = "cached-tree",
 };
 
 /* Which kinds of work a knob's value is measured in (a bit per enum wisdom_work); 0: never from wisdom. */
@@ -128,11 +129,15 @@ unsigned wisdom_works(const struct knob *k)
 {
 	if (!strcmp(k->name, "direct") || !strcmp(k->name, "buffered") || !strcmp(k->name, "iopoll"))
 		return 0;
-	if (!strcmp(k->name, "memory_min") || !strcmp(k->name, "direct_min"))
-		return 1u << WORK_TREE;		/* the small-file rules */
+	/* the small-file rules: which cold files skip the page cache, which cached ones are mapped */
+	if (!strcmp(k->name, "direct_min"))
+		return 1u << WORK_COLD_TREE;
+	if (!strcmp(k->name, "memory_min"))
+		return 1u << WORK_CACHED_TREE;
 	if (k->needs == KNOB_NEEDS_MEMORY)
-		return 1u << WORK_CACHED_FILE;	/* a cached file hashed from its mapping */
-	return 1u << WORK_COLD_FILE | 1u << WORK_TREE;	/* the ring's */
+		return 1u << WORK_CACHED_FILE | 1u << WORK_CACHED_TREE;	/* a cached file hashed from its mapping */
+	/* the ring's: a cached tree's small files go through it too, so a cold tree's record is not theirs */
+	return 1u << WORK_COLD_FILE | 1u << WORK_COLD_TREE | 1u << WORK_CACHED_TREE;
 }
 
 const char *wisdom_work_name(enum wisdom_work work)

@@ -25,7 +25,7 @@ unsigned buffers_per_depth(const struct variant *v);
 void knob_defaults(struct knobs *knobs, const struct variant *v, bool article);
 int bad_usage(const char *prog, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool parse_count(const char *text, unsigned long long *value);
-enum wisdom_work { WORK_COLD_FILE, WORK_CACHED_FILE, WORK_TREE, NR_WORKS };
+enum wisdom_work { WORK_COLD_FILE, WORK_CACHED_FILE, WORK_COLD_TREE, WORK_CACHED_TREE, NR_WORKS };
 unsigned wisdom_works(const struct knob *k);
 const char *wisdom_work_name(enum wisdom_work work);
 

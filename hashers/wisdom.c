@@ -8,7 +8,9 @@
  *
  * cpu is /proc/cpuinfo's family/model/stepping, simd the SIMD degree BLAKE3
  * runs at, device the block device under the first file, work a cold file, a
- * cached file or a tree (many files). A record fills only the knobs its kind
+ * cached file, a cold tree or a cached tree (many files: the ring's knobs serve
+ * a cached tree's small files too, so a tree's cache state is sampled before
+ * its record is chosen). A record fills only the knobs its kind
  * of work decides (wisdom_works()), never one the command line or the options
  * file gave, and never a flag that forces the path for every kind (--direct,
  * --buffered): a record measured on a cold file cannot send a cached one to
@@ -16,7 +18,9 @@
  * $XDG_CONFIG_HOME/ringsum/wisdom or ~/.config/ringsum/wisdom; --no-wisdom
  * and URING_B3SUM_WISDOM=/dev/null (as every sweep and test sets) turn it off.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +32,9 @@
 #include "options_impl.h"
 
 #define MAX_RECORD_WORDS 64
+/* A tree's first regular files, at most this many, say whether it is cached, by majority. */
+#define TREE_SAMPLE 8
+#define TREE_SAMPLE_DEPTH 4
 
 /* /proc/cpuinfo's first CPU, "family/model/stepping" (arm64: implementer/part/revision), as ringsum's fingerprint. */
 static void cpu_signature(char *buf, size_t size)
@@ -162,12 +169,79 @@ static int apply_record(struct options *opts, char *options, enum wisdom_work wo
 	return -1;
 }
 
+struct tree_sample {
+	unsigned files, cached;
+};
+
+/* One regular, non-empty file's residency into the sample (never through a symlink inside a tree). */
+static void sample_file(struct tree_sample *t, int dirfd, const char *name, bool inside)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (inside ? O_NOFOLLOW : 0));
+	struct stat st;
+
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_size > 0) {
+		t->files++;
+		t->cached += mostly_cached(fd, st.st_size);
+	}
+	close(fd);
+}
+
+/* The first regular files readdir() gives under a directory, a few levels down; fd is closed. */
+static void sample_dir(struct tree_sample *t, int fd, unsigned depth)
+{
+	DIR *dir = fdopendir(fd);
+	struct dirent *e;
+
+	if (!dir) {
+		close(fd);
+		return;
+	}
+	while (t->files < TREE_SAMPLE && (e = readdir(dir))) {
+		int sub;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (e->d_type == DT_REG || e->d_type == DT_UNKNOWN)
+			sample_file(t, dirfd(dir), e->d_name, true);
+		if ((e->d_type == DT_DIR || e->d_type == DT_UNKNOWN) && depth < TREE_SAMPLE_DEPTH &&
+		    (sub = openat(dirfd(dir), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
+			sample_dir(t, sub, depth + 1);
+	}
+	closedir(dir);
+}
+
+/* Many files: the tree's work, cold or cached, from a sample of its files; NR_WORKS without one (--check). */
+static enum wisdom_work tree_work(const struct options *opts, unsigned *files)
+{
+	struct tree_sample t = { 0 };
+
+	for (int i = 0; !opts->check && i < opts->nr_files && t.files < TREE_SAMPLE; i++) {
+		struct stat st;
+		int fd;
+
+		if (!strcmp(opts->files[i], "-") || stat(opts->files[i], &st))
+			continue;
+		if (S_ISREG(st.st_mode))
+			sample_file(&t, AT_FDCWD, opts->files[i], false);
+		else if (S_ISDIR(st.st_mode) && opts->recursive &&
+			 (fd = open(opts->files[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0)
+			sample_dir(&t, fd, 0);
+	}
+	*files = t.files;
+	if (!t.files)
+		return NR_WORKS;
+	return t.cached * 2 > t.files ? WORK_CACHED_TREE : WORK_COLD_TREE;
+}
+
 /* The records for this machine, device and kind of work, applied; -1 to go on, or the exit status. */
 int apply_wisdom(struct options *opts, const struct variant *v)
 {
 	char path[PATH_MAX], key[PATH_MAX + 200], line[PATH_MAX + 1024], where[PATH_MAX + 32], *options, *measured;
 	bool many = opts->recursive || opts->check || opts->nr_files > 1;
-	unsigned lineno = 0, found = 0;
+	enum wisdom_work tree = NR_WORKS;
+	unsigned lineno = 0, found = 0, sampled = 0;
 	struct stat st;
 	int ret = -1;
 	FILE *f;
@@ -198,6 +272,13 @@ int apply_wisdom(struct options *opts, const struct variant *v)
 		return bad_usage(opts->prog, "%s: %s", path, strerror(err));
 	}
 	wisdom_key(first, key, sizeof(key));
+	if (many && (tree = tree_work(opts, &sampled)) == NR_WORKS && opts->verbose)
+		fprintf(stderr, "%s: no file of the tree to tell a cold tree from a cached one: no tree record\n",
+			opts->prog);
+	else if (many && opts->verbose)
+		fprintf(stderr, "%s: a %s: of %u files sampled, %s in the page cache\n", opts->prog,
+			tree == WORK_CACHED_TREE ? "cached tree" : "cold tree", sampled,
+			tree == WORK_CACHED_TREE ? "most" : "most not");
 	while (ret < 0 && fgets(line, sizeof(line), f)) {
 		lineno++;
 		if (line[0] == '#' || line[0] == '\n')
@@ -205,7 +286,7 @@ int apply_wisdom(struct options *opts, const struct variant *v)
 		for (enum wisdom_work work = 0; work < NR_WORKS && ret < 0; work++) {
 			char copy[sizeof(line)];
 
-			if ((work == WORK_TREE) != many)
+			if (many ? work != tree : work == WORK_COLD_TREE || work == WORK_CACHED_TREE)
 				continue;
 			memcpy(copy, line, sizeof(line));
 			if (!(options = record_options(copy, key, work, &measured)))
@@ -222,6 +303,6 @@ int apply_wisdom(struct options *opts, const struct variant *v)
 	fclose(f);
 	if (!found && opts->verbose)
 		fprintf(stderr, "%s: no wisdom for %s and %s work in %s: the defaults\n", opts->prog, key,
-			many ? "tree" : "file", path);
+			!many ? "file" : tree == NR_WORKS ? "tree" : wisdom_work_name(tree), path);
 	return ret;
 }

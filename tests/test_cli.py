@@ -166,7 +166,8 @@ def test_bash_completion_knows_commands_verbs_options_and_choices(tmp_path: Path
     assert _bash_complete(script, "ringsum", "b") == ["bench", "baseline", "bisect"]
     assert _bash_complete(script, "ringsum", "run", "--export-") == ["--export-csv", "--export-json", "--export-markdown"]
     assert _bash_complete(script, "ringsum", "wisdom", "f") == ["forget"]
-    assert _bash_complete(script, "ringsum", "wisdom", "forget", "--work", "c") == ["cold-file", "cached-file"]
+    works = ["cold-file", "cached-file", "cold-tree", "cached-tree"]
+    assert _bash_complete(script, "ringsum", "wisdom", "forget", "--work", "c") == works
     assert _bash_complete(script, "ringsum", "compare", "--markdown", str(tmp_path / "ringsum.b")) == [str(script)]
 
 

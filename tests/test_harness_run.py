@@ -427,7 +427,7 @@ def test_installed_uring_b3sum_defaults_do_not_leak_into_a_sweep(tmp_path: Path,
     monkeypatch.setenv("URING_B3SUM_OPTIONS", str(poisoned))
     bad_wisdom = tmp_path / "wisdom"
     bad_wisdom.write_text("".join(f"{key} work={work} measured=x options=--frobnicate\n"
-                                  for work in ("cold-file", "cached-file", "tree")))
+                                  for work in ("cold-file", "cached-file", "cold-tree", "cached-tree")))
     monkeypatch.setenv("URING_B3SUM_WISDOM", str(bad_wisdom))
     alone = subprocess.run([str(REPO / "build" / "bin" / "uring_b3sum"), str(bad_wisdom)], capture_output=True,
                            env={**os.environ, "URING_B3SUM_OPTIONS": os.devnull})

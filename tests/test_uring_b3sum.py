@@ -56,7 +56,7 @@ def test_a_small_cached_file_is_read_through_the_ring_unless_memory_min_says_oth
         path.write_bytes(data_file(size).read_bytes())
     record = tmp_path / "wisdom"
     key = run([program(URING_B3SUM), "--wisdom-key", "-r", tree]).stdout.decode().strip()
-    record.write_text(f"{key} work=tree measured=2026-11-28T00:00:00Z options=--memory-min 16K\n")
+    record.write_text(f"{key} work=cached-tree measured=2026-11-28T00:00:00Z options=--memory-min 16K\n")
 
     def how(*args: str, wisdom: Path = Path("/dev/null")) -> list[str]:
         """Each file's path: "memory", or the --memory-min it was under."""

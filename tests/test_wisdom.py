@@ -91,13 +91,13 @@ def test_a_record_decides_only_for_its_device_work_and_what_no_option_gave(tmp_p
     other_device = " ".join(w if not w.startswith("device=") else "device=nvme9n9" for w in key.split())
     book = tmp_path / "wisdom"
     book.write_text(f"{other_device} work=cold-file measured=a options=--block-size 256K\n"
-                    f"{key} work=tree measured=b options=--block-size 512K --queue-depth 2\n")
+                    f"{key} work=cold-tree measured=b options=--block-size 512K --queue-depth 2\n")
     said, _ = _how(cached_file, book, cold=True)
     assert "no wisdom for " in said and "(4096K blocks, 8 deep, 16 buffers, O_DIRECT)" in said, said
     second = cached_file.with_name("second.bin")
     second.write_bytes(data_file(MiB + 1).read_bytes())
     said, _ = _how([cached_file, second], book, cold=True)
-    assert "wisdom for tree work, measured b" in said and "(512K blocks, 2 deep, 4 buffers, O_DIRECT)" in said, said
+    assert "wisdom for cold-tree work, measured b" in said and "(512K blocks, 2 deep, 4 buffers, O_DIRECT)" in said, said
     said, _ = _how([cached_file, second], book, "--queue-depth", "3", cold=True)
     assert "(512K blocks, 3 deep, 6 buffers, O_DIRECT)" in said, said
     said, _ = _how([cached_file, second], tmp_path / "none", cold=True)
@@ -106,6 +106,41 @@ def test_a_record_decides_only_for_its_device_work_and_what_no_option_gave(tmp_p
         path = book if off else Path(os.devnull)
         said, _ = _how([cached_file, second], path, *off, cold=True)
         assert "(4096K blocks, 8 deep, 16 buffers, O_DIRECT)" in said, said
+
+
+def test_a_tree_record_is_for_the_cache_state_it_was_measured_in(tmp_path: Path, cached_file: Path) -> None:
+    """A cached tree's small files go through the ring as a cold tree's do: a cold tree's record (its
+    ring) is not a cached tree's, nor the other way round. uring_b3sum samples the tree's files to
+    tell which it is given; a record from before the two were told apart ("tree") is never applied,
+    and `ringsum wisdom show` says so."""
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    files = [tree / "sub" / f"f{i}.bin" for i in range(3)]
+    for i, path in enumerate(files):
+        path.write_bytes(data_file(256 * 1024 + i).read_bytes())
+    key = _key(tree)
+    book = tmp_path / "wisdom"
+    book.write_text(f"{key} work=cold-tree measured=c options=--block-size 512K --queue-depth 2\n"
+                    f"{key} work=cached-tree measured=h options=--queue-depth 3\n"
+                    f"{key} work=tree measured=t options=--queue-depth 5\n")
+    for cold, work, ring in ((True, "cold-tree", "(512K blocks, 2 deep, 4 buffers, O_DIRECT)"),
+                             (False, "cached-tree", "(4096K blocks, 3 deep, 6 buffers)")):
+        for path in files:
+            evict(path) if cold else path.read_bytes()
+        result = run([program(URING_B3SUM), "--verbose", "-r", tree], env={**os.environ, wisdom.ENV: str(book)})
+        said = result.stderr.decode()
+        assert result.returncode == 0 and result.stdout == b3sum_lines(files), said
+        assert f"a {work.replace('-', ' ')}: of 3 files sampled" in said, said
+        assert f"wisdom for {work} work, measured {'c' if cold else 'h'}" in said and ring in said, said
+        assert "measured t" not in said and "5 deep" not in said, said
+    sums = tmp_path / "sums.b3"
+    sums.write_bytes(b3sum_lines(files))
+    checked = run([program(URING_B3SUM), "--verbose", "--check", sums], env={**os.environ, wisdom.ENV: str(book)})
+    said = checked.stderr.decode()
+    assert checked.returncode == 0 and "no file of the tree to tell a cold tree from a cached one" in said, said
+    assert "measured" not in said, said
+    shown = wisdom.show(book)
+    assert any("work=" not in line and "  tree " in line and "not used" in line for line in shown), shown
 
 
 def test_a_bad_record_is_a_one_line_error_naming_its_line(tmp_path: Path, cached_file: Path) -> None:

@@ -112,8 +112,8 @@ def _tune(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="results", metavar="DIR", help="parent of the tune directory")
     add_condition_args(p)
     p.add_argument("--install", action="store_true",
-                   help="make the best uring_b3sum setting its wisdom for the kind of work tuned (a cold file, "
-                        "a cached file, a tree) on this machine and device (`ringsum wisdom`)")
+                   help="make the best uring_b3sum setting its wisdom for the kind of work tuned (a cold or "
+                        "cached file, a cold or cached tree) on this machine and device (`ringsum wisdom`)")
     p.add_argument("--compare-full-grid", nargs="?", const="", metavar="RUN_DIR",
                    help="then run the full grid (or read a finished RUN_DIR of it) and compare")
 
@@ -254,7 +254,7 @@ def _wisdom(p: argparse.ArgumentParser) -> None:
     verbs = p.add_subparsers(dest="wisdom_cmd", required=True, parser_class=Parser)
     verbs.add_parser("show", help="list the records, marking this machine's")
     f = verbs.add_parser("forget", help="drop records: every one, or of one kind of work or this machine")
-    f.add_argument("--work", choices=tune.WORKS, help="only the records of this kind of work")
+    f.add_argument("--work", choices=tune.WORKS + tune.RETIRED_WORKS, help="only the records of this kind of work")
     f.add_argument("--this-machine", action="store_true", help="only the records of this CPU and SIMD degree")
     i = verbs.add_parser("install", help="make a finished tune's best uring_b3sum setting the record of its work")
     i.add_argument("tune_dir", metavar="TUNE_DIR", help="a tune directory (ringsum tune wrote it)")

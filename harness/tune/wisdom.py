@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.catalog.knobs import KnobTable, load_knobs
 from harness.pipeline.plan import knob_word
-from harness.tune.settings import WORKS
+from harness.tune.settings import RETIRED_WORKS, WORKS
 
 ENV = "URING_B3SUM_WISDOM"
 HEADER = ("# uring_b3sum's wisdom: choices measured on this machine (ringsum tune --install); one record a line,\n"
@@ -64,7 +64,7 @@ def parse_line(line: str, where: str) -> Record:
     head, sep, options = line.partition(" options=")
     fields = dict(w.split("=", 1) for w in head.split() if "=" in w)
     missing = [k for k in ("cpu", "simd", "device", "work", "measured") if k not in fields]
-    if not sep or missing or fields["work"] not in WORKS:
+    if not sep or missing or fields["work"] not in WORKS + RETIRED_WORKS:
         raise WisdomError(f"{where}: not a wisdom record (cpu= simd= device= work= measured= ... options=)")
     return Record(f"cpu={fields['cpu']} simd={fields['simd']} device={fields['device']}", fields["work"],
                   fields["measured"], fields.get("by", ""), tuple(options.split()))
@@ -114,7 +114,8 @@ def key_of(program: Path, path: Path) -> str:
 
 
 def work_of(cache: str, is_tree: bool) -> str:
-    return "tree" if is_tree else "cold-file" if cache == "cold" else "cached-file"
+    """The kind of work a tune measured: a record of it is applied to that kind alone."""
+    return f"{'cold' if cache == 'cold' else 'cached'}-{'tree' if is_tree else 'file'}"
 
 
 def _resolved(default: Any, knobs: dict[str, Any]) -> Any:
@@ -178,6 +179,8 @@ def show(path: Path | None = None, machine: str | None = None) -> list[str]:
              f"uring_b3sum --verbose says which it uses)"]
     for r in records:
         here = "  (this machine)" if machine and r.machine == machine else ""
+        if r.work in RETIRED_WORKS:
+            here += f"  (not used: from before cold and cached trees were told apart; forget --work {r.work})"
         lines.append(f"  {r.work:<11} {r.key}  measured {r.measured} by {r.by or '?'}: "
                      f"{' '.join(r.options) or 'the defaults'}{here}")
     return lines
