@@ -477,8 +477,9 @@ check-power: deps all $(call bins,faults)
 		--out $(BUILD)/power/faults --keep docs/ledger $(POWER_ARGS)
 	$(VENV)/bin/python -m analysis.doc_figures docs/ledger/README.md docs/regression-check.md
 
-# libFuzzer on the option parser (tests/test_fuzz_options.py has this built): the parser's files, and
-# the variants' table made from their RINGSUM_VARIANT lines, each row named by its file.
+# libFuzzer on the option parser (tests/test_fuzz_options.py has this built): the parser's files,
+# residency.c (wisdom.c samples a tree's cache state to choose its record), and the variants' table
+# made from their RINGSUM_VARIANT lines, each row named by its file.
 CLANG        ?= $(shell command -v clang-14 || command -v clang)
 OPTION_SRCS  := $(addprefix hashers/,options.c knob_table.c options_help.c grammar_flags.c grammar_positional.c defaults_file.c wisdom.c)
 $(BUILD)/gen/variant_table.h: $(wildcard hashers/variants/*.c)
@@ -486,11 +487,11 @@ $(BUILD)/gen/variant_table.h: $(wildcard hashers/variants/*.c)
 	awk 'FNR == 1 { name = FILENAME; sub(/.*\//, "", name); sub(/\.c$$/, "", name) } \
 	     /^RINGSUM_VARIANT\(/ { on = 1; sub(/^RINGSUM_VARIANT\(/, "VARIANT_ROW(\"" name "\", ") } \
 	     on && /^\);/ { print ")"; on = 0 } on { print }' $^ > $@
-$(BUILD)/fuzz/fuzz_options: tests/fuzz/fuzz_options.c $(OPTION_SRCS) $(HEADERS) $(BUILD)/gen/variant_table.h | $(BLAKE3)/blake3.h
+$(BUILD)/fuzz/fuzz_options: tests/fuzz/fuzz_options.c $(OPTION_SRCS) hashers/residency.c $(HEADERS) $(BUILD)/gen/variant_table.h | $(BLAKE3)/blake3.h
 	@mkdir -p $(@D)
 	$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -DBLAKE3_USE_TBB -Wall -Wextra -Werror \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Ihashers -I$(BLAKE3) -I$(BUILD)/gen \
-		'-DRINGSUM_LIBURING_VERSION="fuzz"' tests/fuzz/fuzz_options.c $(OPTION_SRCS) -o $@
+		'-DRINGSUM_LIBURING_VERSION="fuzz"' tests/fuzz/fuzz_options.c $(OPTION_SRCS) hashers/residency.c -o $@
 
 # libFuzzer on the option parser for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 300

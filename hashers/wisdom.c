@@ -35,6 +35,7 @@
 /* A tree's first regular files, at most this many, say whether it is cached, by majority. */
 #define TREE_SAMPLE 8
 #define TREE_SAMPLE_DEPTH 4
+#define TREE_SAMPLE_ENTRIES 1024	/* directory entries looked at, at most: a tree of empty directories ends it */
 
 /* /proc/cpuinfo's first CPU, "family/model/stepping" (arm64: implementer/part/revision), as ringsum's fingerprint. */
 static void cpu_signature(char *buf, size_t size)
@@ -170,10 +171,10 @@ static int apply_record(struct options *opts, char *options, enum wisdom_work wo
 }
 
 struct tree_sample {
-	unsigned files, cached;
+	unsigned files, cached, entries;
 };
 
-/* One regular, non-empty file's residency into the sample (never through a symlink inside a tree). */
+/* One regular, non-empty file's residency into the sample (inside a tree, never through a symlink). */
 static void sample_file(struct tree_sample *t, int dirfd, const char *name, bool inside)
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (inside ? O_NOFOLLOW : 0));
@@ -198,15 +199,20 @@ static void sample_dir(struct tree_sample *t, int fd, unsigned depth)
 		close(fd);
 		return;
 	}
-	while (t->files < TREE_SAMPLE && (e = readdir(dir))) {
+	while (t->files < TREE_SAMPLE && t->entries++ < TREE_SAMPLE_ENTRIES && (e = readdir(dir))) {
+		unsigned char type = e->d_type;
+		struct stat st;
 		int sub;
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		if (e->d_type == DT_REG || e->d_type == DT_UNKNOWN)
+		/* as the walk, a device or a FIFO is never opened: its type first, from the inode if need be */
+		if (type == DT_UNKNOWN && !fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW))
+			type = S_ISREG(st.st_mode) ? DT_REG : S_ISDIR(st.st_mode) ? DT_DIR : DT_UNKNOWN;
+		if (type == DT_REG)
 			sample_file(t, dirfd(dir), e->d_name, true);
-		if ((e->d_type == DT_DIR || e->d_type == DT_UNKNOWN) && depth < TREE_SAMPLE_DEPTH &&
-		    (sub = openat(dirfd(dir), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
+		else if (type == DT_DIR && depth < TREE_SAMPLE_DEPTH &&
+			 (sub = openat(dirfd(dir), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
 			sample_dir(t, sub, depth + 1);
 	}
 	closedir(dir);
