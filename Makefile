@@ -431,14 +431,17 @@ wisdom-effect: deps all
 	$(VENV)/bin/ringsum run configs/wisdom-effect.toml --file $(WISDOM_FILE) --warm --out $(WISDOM_EFFECT)/runs
 
 # The same for a tree (configs/wisdom-effect-tree.toml): 16,384 files of 64 KiB in 256 directories,
-# a cold tune over configs/tune-trees.toml installed as the tree's record, then cold and cached.
+# a tune over configs/tune-trees.toml installed as the tree's record (cold, or cached with
+# WISDOM_TREE_CACHE=warm: a cached tree's), then cold and cached.
 WISDOM_TREE = $(BUILD)/wisdom-effect-tree
+WISDOM_TREE_CACHE ?= cold
 wisdom-effect-tree: deps all
 	rm -rf $(WISDOM_TREE) && mkdir -p $(WISDOM_TREE)/tree
 	for d in $$(seq -w 0 255); do mkdir $(WISDOM_TREE)/tree/d$$d && \
 		head -c 4M /dev/urandom | split -b 64K -a 2 - $(WISDOM_TREE)/tree/d$$d/f || exit 1; done
 	URING_B3SUM_WISDOM=$(abspath $(WISDOM_TREE))/wisdom $(VENV)/bin/ringsum tune --space configs/tune-trees.toml \
-		--file $(WISDOM_TREE)/tree --budget 3 --install --out $(WISDOM_TREE)
+		--file $(WISDOM_TREE)/tree --budget 3 --install --out $(WISDOM_TREE) \
+		$(if $(filter warm,$(WISDOM_TREE_CACHE)),--warm)
 	cp $(WISDOM_TREE)/tune-*/tuned.options $(WISDOM_TREE)/tuned.options
 	$(VENV)/bin/ringsum run configs/wisdom-effect-tree.toml --file $(WISDOM_TREE)/tree --out $(WISDOM_TREE)/runs
 	$(VENV)/bin/ringsum run configs/wisdom-effect-tree.toml --file $(WISDOM_TREE)/tree --warm --out $(WISDOM_TREE)/runs
