@@ -102,7 +102,8 @@ def test_each_stage_is_a_run_directory(tuned):
 
 def test_winner_is_the_fastest_finalist_or_the_tie_break_pick(tuned):
     final = read_runs(stage_dirs(tuned["dir"])[-1])
-    hashers = final[(final["tool"] == "hasher") & (final["exit_code"] == 0) & (final["hash_ok"] == True)]  # noqa: E712
+    ok = final[(final["tool"] == "hasher") & (final["exit_code"] == 0) & (final["hash_ok"] == True)]  # noqa: E712
+    hashers = ok[ok["label"] != "uring_b3sum defaults"]  # raced for --install, not a finalist
     medians = hashers.groupby("label")["wall_s"].median()
     assert len(medians) >= 2
     tuned_toml = (tuned["dir"] / "tuned.toml").read_text()
@@ -119,6 +120,12 @@ def test_winner_is_the_fastest_finalist_or_the_tie_break_pick(tuned):
                         if lbl != fastest and lo <= 1 <= hi]
     data = json.loads((tuned["dir"] / "tune.json").read_text())
     assert sorted(data["tied"]) == (sorted(tied) if len(tied) > 1 else [])
+    # the best uring_b3sum setting against uring_b3sum's defaults, in the same final rounds
+    by_round = ok.pivot(index="round", columns="label", values="wall_s").astype(float)
+    best = data["best_default"][0]
+    versus = (by_round[best] / by_round["uring_b3sum defaults"]).dropna()
+    assert data["best_default_vs_defaults"]["median"] == pytest.approx(versus.median())
+    assert data["best_default_vs_defaults"]["high"] == pytest.approx(versus.max())  # 5 rounds: min to max
     if len(tied) > 1:
         memory = {lbl: plan_knobs(lbl) for lbl in tied}
         assert winner.label == min(tied, key=lambda lbl: (memory[lbl], medians[lbl]))

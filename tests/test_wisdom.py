@@ -143,6 +143,26 @@ def test_a_tree_record_is_for_the_cache_state_it_was_measured_in(tmp_path: Path,
     assert any("work=" not in line and "  tree " in line and "not used" in line for line in shown), shown
 
 
+def test_a_pick_is_recorded_only_where_it_beat_the_defaults(tmp_path: Path) -> None:
+    """The final stage races the best uring_b3sum setting against uring_b3sum's defaults: a record
+    holds the pick only where its time over theirs has its interval below 1, over rounds enough for
+    that interval to cover 90%; else it holds the defaults (a cached tree's tune here picked a setting
+    1.25 x the defaults' time). A tune from before that race is installed as it was."""
+    key = _key(REPO)
+    knobs = {"block_size": 64 * 1024, "queue_depth": 32, "buffers": 32}
+    for versus, options in (({"median": 0.9, "low": 0.85, "high": 0.97, "n": 5, "confidence": 0.9375},
+                             ("--block-size", "64K", "--queue-depth", "32", "--buffers", "32")),
+                            ({"median": 0.9, "low": 0.85, "high": 1.02, "n": 5, "confidence": 0.9375}, ()),
+                            ({"median": 0.9, "low": 0.85, "high": 0.97, "n": 3, "confidence": 0.75}, ()),
+                            ({"median": 1.25, "low": 1.1, "high": 1.58, "n": 11, "confidence": 0.9883}, ()),
+                            (None, ("--block-size", "64K", "--queue-depth", "32", "--buffers", "32"))):
+        tune_dir = _tune_dir(tmp_path, "cached-tree", knobs, key)
+        data = json.loads((tune_dir / "tune.json").read_text())
+        (tune_dir / "tune.json").write_text(json.dumps({**data, "best_default_vs_defaults": versus}))
+        record = wisdom.install(tune_dir, tmp_path / "wisdom")
+        assert record.work == "cached-tree" and record.options == options, (versus, record)
+
+
 def test_a_bad_record_is_a_one_line_error_naming_its_line(tmp_path: Path, cached_file: Path) -> None:
     key = _key(cached_file)
     book = tmp_path / "wisdom"

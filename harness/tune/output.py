@@ -49,6 +49,9 @@ class Outcome:
     tie_break: str = TIE_BREAK
     robust: dict[str, Any] | None = None  # under several conditions: the final stage's robust pick
     robust_text: str = ""
+    # the best uring_b3sum setting over uring_b3sum's defaults per final round (stats.Estimate);
+    # --install records it only where it was faster in every round (wisdom.beats_defaults)
+    best_default_vs_defaults: dict[str, Any] | None = None
 
 
 def options_lines(c: Command) -> list[str]:
@@ -126,6 +129,11 @@ def summary(o: Outcome) -> list[str]:
         out.append(f"  vs {b3['label']}: {ratio(b3['ratio'])} x its time ({b3['outcome']})")
     if o.best_default and o.best_default[0] != o.winner:
         out.append(f"best {DEFAULT_VARIANT}: {line(*o.best_default)}")
+    if o.best_default and o.best_default_vs_defaults:
+        beats = wisdom.beats_defaults(o.best_default_vs_defaults)
+        out.append(f"  {o.best_default[0]} / {DEFAULT_VARIANT}'s defaults: {ratio(o.best_default_vs_defaults)}: "
+                   + ("faster, a record holds it" if beats else
+                      "not clearly faster (its interval reaches 1): a record holds the defaults"))
     for lbl, m in o.finalists:
         if lbl != o.winner:
             out.append(f"  finalist: {line(lbl, m)}")

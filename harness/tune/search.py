@@ -13,8 +13,9 @@ normal `ringsum run` (cache drops, hash checks, the machine lock) into the tune 
 3. semifinal: the best 10 so far re-measured together, 3 rounds, so the finalists are not picked
    by one lucky execution on a noisy disk.
 4. final: the 3 best of the semifinal, plus the best `uring_b3sum` if none of them is one,
-   interleaved in 5 rounds with b3sum, fio at their block sizes and depths, and the limit group's
-   readers (the speed limit: per round, the fastest plain read). The winner is the finalist with
+   interleaved in 5 rounds with b3sum, fio at their block sizes and depths, the limit group's
+   readers (the speed limit: per round, the fastest plain read) and uring_b3sum with no options
+   (its defaults: `--install` records the best uring_b3sum setting only where it beat them). The winner is the finalist with
    the lowest median in this stage, unless others are tied with it (their per-round ratio's
    interval contains 1, harness/stats.py): then the tie-break rule (`TIE_BREAK`) picks among them.
 
@@ -162,8 +163,22 @@ def _first_stages(space: Space) -> tuple[Stage, int]:
             min(len(space.points), FINALISTS + (DEFAULT_VARIANT in space.variants)))
 
 
-def _final_stage(points: list[Command], rounds: int) -> Stage:
-    return Stage("final", points, rounds, fio=fio_for(points), b3sum=True, limit=True)
+def _final_stage(space: Space, points: list[Command], rounds: int) -> Stage:
+    """The finalists with the readers and b3sum, and, where one is uring_b3sum, its defaults: a record
+    is installed only where its setting beats them (under several conditions the robust pick is the
+    space's, and no record is made)."""
+    defaults = (DEFAULT_VARIANT if any(c.variant == DEFAULT_VARIANT for c in points)
+                and len(space.config.conditions.expand()) == 1 else None)
+    return Stage("final", points, rounds, fio=fio_for(points), b3sum=True, limit=True, defaults=defaults)
+
+
+def versus_defaults(r: StageResult, label: str) -> dict[str, Any] | None:
+    """The best uring_b3sum setting's time over its defaults', per round of the final stage; None
+    where the stage did not run the defaults."""
+    defaults = f"{DEFAULT_VARIANT} defaults"
+    if defaults not in r.times or label not in r.times:
+        return None
+    return stats.paired_rounds(r.times[label], r.times[defaults]).to_json()
 
 
 def pick(space: Space, r: StageResult, finalists: list[tuple[str, float]]) -> tuple[str, float, list[str]]:
@@ -191,7 +206,7 @@ def check_limits(space: Space, budget_s: float | None) -> None:
         raise TuneError(f"the space is too small to tune: the coarse and final stages need {min_runs} "
                         f"hasher executions, more than a quarter of the full grid's {space.grid_runs}; "
                         "run the grid itself")
-    min_final = _final_stage(space.points[:n_final], MIN_FINAL_ROUNDS)
+    min_final = _final_stage(space, space.points[:n_final], MIN_FINAL_ROUNDS)
     min_s = estimate_s(space, dataclasses.replace(coarse, rounds=1)) + estimate_s(space, min_final)
     if budget_s is not None and budget_s < min_s:
         raise TuneError(f"budget {budget_s / 60:.1f} min is too small: the coarse stage "
@@ -204,7 +219,7 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
     """Coarse, refine, semifinal, final; within a quarter of the grid's executions and the budget."""
     max_runs = math.floor(space.grid_runs * GRID_FRACTION)
     coarse, n_final = _first_stages(space)
-    stand_in = _final_stage(space.points[:n_final], FINAL_ROUNDS)  # before the finalists are known
+    stand_in = _final_stage(space, space.points[:n_final], FINAL_ROUNDS)  # before the finalists are known
     min_final = dataclasses.replace(stand_in, rounds=MIN_FINAL_ROUNDS)
     check_limits(space, budget_s)
     book = _Ledger(space, measure, budget_s, max_runs, log)
@@ -249,7 +264,7 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
             r = book.measure(semi)
             again = [lbl for lbl, _ in ranked(r.walls, [c.label for c in semi.points])]
             order = again + [lbl for lbl in order if lbl not in again]
-    final = _final_stage(_final_points(space, order), final.rounds)
+    final = _final_stage(space, _final_points(space, order), final.rounds)
     r = book.measure(final)
     finalists = ranked(r.walls, [c.label for c in final.points])
     if not finalists:
@@ -258,10 +273,11 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
         winner, winner_median, tied = pick(space, r, finalists)
         defaults = [(lbl, m) for lbl, m in finalists if space.by_label[lbl].variant == DEFAULT_VARIANT]
         best_default = pick(space, r, defaults)[:2] if defaults else None
+        vs_defaults = versus_defaults(r, best_default[0]) if best_default else None
         mine = r.times.get(winner, {})
     else:  # several conditions: the robust pick, its figures in the first condition
         first = space.config.conditions.expand()[0].name
-        winner, tied, best_default = r.robust.configuration, [], None
+        winner, tied, best_default, vs_defaults = r.robust.configuration, [], None, None
         mine = r.times.get(f"{winner} @{first}", {})
         winner_median = verdict.stats.median_interval(mine.values()).median
     return Outcome(stages=book.stages, winner=winner, winner_median_s=winner_median,
@@ -273,7 +289,8 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
                    vs_b3sum=(verdict.Versus(r.b3sum, stats.paired_rounds(mine, r.times[r.b3sum])).to_json()
                              if r.b3sum else None),
                    fingerprint_id=r.fingerprint_id, cuts=book.cuts,
-                   robust=r.robust.to_json() if r.robust else None, robust_text=r.robust.text() if r.robust else "")
+                   robust=r.robust.to_json() if r.robust else None, robust_text=r.robust.text() if r.robust else "",
+                   best_default_vs_defaults=vs_defaults)
 
 
 # --- outputs ---

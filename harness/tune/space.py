@@ -175,6 +175,7 @@ class Stage:
     fio: list[tuple[int, int, bool]] = field(default_factory=list)  # (bs, iodepth, direct)
     b3sum: bool = False
     limit: bool = False  # the limit group's readers (config.LIMIT_BASELINES)
+    defaults: str | None = None  # a variant run with no options (uring_b3sum: what a record must beat)
 
 
 @dataclass
@@ -203,6 +204,8 @@ def config_text(space: Space, stage: Stage, comment: str = "") -> str:
                     "overhead_s": nominal.overhead_s}, **({"bin_dir": run.bin_dir} if run.bin_dir else {})}}
     table |= conditions_table(space.config.conditions)
     table["hashers"] = [{"name": f"point-{i}", "variant": c.variant, **knob_table(c)} for i, c in enumerate(stage.points, 1)]
+    if stage.defaults:
+        table["hashers"].append({"name": "defaults", "variant": stage.defaults, "style": "defaults"})
     table["baselines"] = {"limit": stage.limit, **({"b3sum": True} if stage.b3sum else {})}
     if stage.fio:
         table["baselines"]["fio"] = [{"bs": format_size(bs), "iodepth": qd, "direct": d} for bs, qd, d in stage.fio]

@@ -140,6 +140,22 @@ def record_options(knobs: dict[str, Any], work: str, variant: str, table: KnobTa
     return tuple(out)
 
 
+# A tune's pick is recorded only where it beat the defaults in every final round, over enough rounds
+# for the interval to cover this much: a record must never make its own kind of work slower (on
+# add026ac3c38 a cached tree's tune picked 32 deep and 32 buffers, 1.25 x the defaults' time after:
+# docs/wisdom/README.md).
+MIN_COVERAGE = 0.9
+
+
+def beats_defaults(versus: dict[str, Any] | None) -> bool:
+    """Whether the pick was faster than the defaults: the interval of its time over theirs below 1.
+    A tune from before the final stage ran the defaults (None) is taken as it was."""
+    if versus is None:
+        return True
+    high, coverage = versus.get("high"), versus.get("confidence") or 0
+    return high is not None and high == high and high < 1 and coverage >= MIN_COVERAGE
+
+
 def install(tune_dir: Path, path: Path | None = None, bin_dir: Path | None = None) -> Record:
     """A finished tune's best uring_b3sum setting as the record of its kind of work, replacing the one of
     the same key and work."""
@@ -153,8 +169,9 @@ def install(tune_dir: Path, path: Path | None = None, bin_dir: Path | None = Non
     if best is None or not tune.get("wisdom_key"):
         raise WisdomError(f"{tune_dir}/tune.json predates wisdom (no wisdom_key): run the tune again")
     work = tune["work"]
-    record = Record(tune["wisdom_key"], work, tune["finished_at"], tune_dir.name,
-                    record_options(best, work, tune["best_default_variant"], load_knobs(bin_dir)))
+    options = (record_options(best, work, tune["best_default_variant"], load_knobs(bin_dir))
+               if beats_defaults(tune.get("best_default_vs_defaults")) else ())
+    record = Record(tune["wisdom_key"], work, tune["finished_at"], tune_dir.name, options)
     where = path or wisdom_path()
     kept = [r for r in read_records(where) if (r.key, r.work) != (record.key, record.work)]
     write_records(where, kept + [record])
