@@ -161,6 +161,17 @@ def test_a_pick_is_recorded_only_where_it_beat_the_defaults(tmp_path: Path) -> N
         (tune_dir / "tune.json").write_text(json.dumps({**data, "best_default_vs_defaults": versus}))
         record = wisdom.install(tune_dir, tmp_path / "wisdom")
         assert record.work == "cached-tree" and record.options == options, (versus, record)
+    said = subprocess.run([sys.executable, "-m", "harness", "wisdom", "install", str(tune_dir)], cwd=REPO,
+                          capture_output=True, text=True, env={**os.environ, wisdom.ENV: str(tmp_path / "w2")})
+    assert said.returncode == 0 and said.stdout.endswith(": --block-size 64K --queue-depth 32 --buffers 32\n"), said
+    data = json.loads((tune_dir / "tune.json").read_text())
+    (tune_dir / "tune.json").write_text(json.dumps({**data, "best_default_vs_defaults": {
+        "median": 1.25, "low": 1.1, "high": 1.58, "n": 11, "confidence": 0.9883}}))
+    said = subprocess.run([sys.executable, "-m", "harness", "wisdom", "install", str(tune_dir)], cwd=REPO,
+                          capture_output=True, text=True, env={**os.environ, wisdom.ENV: str(tmp_path / "w2")})
+    assert said.returncode == 0, said
+    assert said.stdout.endswith(": the defaults (its pick took 1.25 [1.10, 1.58] x the defaults' time in the "
+                                "final stage: not clearly faster)\n"), said.stdout
 
 
 def test_a_bad_record_is_a_one_line_error_naming_its_line(tmp_path: Path, cached_file: Path) -> None:

@@ -40,7 +40,8 @@ def cmd_wisdom(a: argparse.Namespace) -> int:
             print(f"forgot {len(gone)} record{'s' if len(gone) != 1 else ''} in {wisdom.wisdom_path()}")
         else:
             r = wisdom.install(Path(a.tune_dir), bin_dir=Path(a.bin_dir) if a.bin_dir else None)
-            print(f"installed in {wisdom.wisdom_path()}: {r.work} {r.key}: {' '.join(r.options) or 'the defaults'}")
+            print(f"installed in {wisdom.wisdom_path()}: {r.work} {r.key}: {' '.join(r.options) or 'the defaults'}"
+                  + wisdom.why_defaults(Path(a.tune_dir)))
     except wisdom.WisdomError as e:
         print(f"ringsum: {e}", file=sys.stderr)
         return 2

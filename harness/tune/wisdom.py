@@ -22,6 +22,7 @@ from typing import Any
 
 from harness.catalog.knobs import KnobTable, load_knobs
 from harness.pipeline.plan import knob_word
+from harness import stats
 from harness.tune.settings import RETIRED_WORKS, WORKS
 
 ENV = "URING_B3SUM_WISDOM"
@@ -154,6 +155,18 @@ def beats_defaults(versus: dict[str, Any] | None) -> bool:
         return True
     high, coverage = versus.get("high"), versus.get("confidence") or 0
     return high is not None and high == high and high < 1 and coverage >= MIN_COVERAGE
+
+
+def why_defaults(tune_dir: Path) -> str:
+    """Why a finished tune's record holds the defaults, when the race against them is the reason."""
+    try:
+        versus = json.loads((tune_dir / "tune.json").read_text(encoding="utf-8")).get("best_default_vs_defaults")
+    except (OSError, ValueError):
+        return ""
+    if beats_defaults(versus):
+        return ""
+    return (f" (its pick took {stats.Estimate(**versus).text(2)} x the defaults' time in the final stage: "
+            "not clearly faster)")
 
 
 def install(tune_dir: Path, path: Path | None = None, bin_dir: Path | None = None) -> Record:
