@@ -50,7 +50,7 @@ class Outcome:
     robust: dict[str, Any] | None = None  # under several conditions: the final stage's robust pick
     robust_text: str = ""
     # the best uring_b3sum setting over uring_b3sum's defaults per final round (stats.Estimate);
-    # --install records it only where it was faster in every round (wisdom.beats_defaults)
+    # --install records it only where that interval is below 1 (wisdom.beats_defaults)
     best_default_vs_defaults: dict[str, Any] | None = None
 
 
