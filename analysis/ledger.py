@@ -71,7 +71,6 @@ class Row:
     file_size: int  # bytes read: the limit's rate is file_size / limit_s
     same_choices: bool = False  # the own best chose as the defaults did: vs_own is two runs of one way
 
-
     @property
     def meets(self) -> str:
         """Whether the defaults meet the ledger's targets in this row, by median."""
@@ -144,7 +143,8 @@ def _rows(runs: pd.DataFrame, conditions: list[Condition], fp_id: str, shown_as:
         limit = c.limit
         device = str(mine["device"].dropna().iloc[0]) if "device" in mine and mine["device"].notna().any() else "disk"
         files = int(mine["files"].dropna().iloc[0]) if "files" in mine and mine["files"].notna().any() else 1
-        same = own != label and _choices(mine, own) is not None and _choices(mine, own) == _choices(mine, label)
+        chose = _choices(mine, own) if own != label else None
+        same = chose is not None and chose == _choices(mine, label)
         out.append(Row(
             machine=fp_id, work=_work(str(mine["cache"].iloc[0]), files, device, c.cores, sized), run=shown_as,
             rounds=int(wall[label].notna().sum()), defaults_s=float(wall[label].median()),

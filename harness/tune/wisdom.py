@@ -141,10 +141,10 @@ def record_options(knobs: dict[str, Any], work: str, variant: str, table: KnobTa
     return tuple(out)
 
 
-# A tune's pick is recorded only where it beat the defaults in every final round, over enough rounds
-# for the interval to cover this much: a record must never make its own kind of work slower (on
-# add026ac3c38 a cached tree's tune picked 32 deep and 32 buffers, 1.25 x the defaults' time after:
-# docs/wisdom/README.md).
+# A tune's pick is recorded only where its time over the defaults', paired per final round, has its
+# interval below 1, over rounds enough for that interval to cover this much: a record must never
+# make its own kind of work slower (on add026ac3c38 a cached tree's tune picked 32 deep and 32
+# buffers, 1.25 x the defaults' time after: docs/wisdom/README.md).
 MIN_COVERAGE = 0.9
 
 
