@@ -430,16 +430,19 @@ wisdom-effect: deps all
 	$(VENV)/bin/ringsum run configs/wisdom-effect.toml --file $(WISDOM_FILE) --out $(WISDOM_EFFECT)/runs
 	$(VENV)/bin/ringsum run configs/wisdom-effect.toml --file $(WISDOM_FILE) --warm --out $(WISDOM_EFFECT)/runs
 
-# The same for a tree (configs/wisdom-effect-tree.toml): 16,384 files of 64 KiB in 256 directories,
-# a tune over configs/tune-trees.toml installed as the tree's record (cold, or cached with
-# WISDOM_TREE_CACHE=warm: a cached tree's), then cold and cached.
+# The same for a tree (configs/wisdom-effect-tree.toml): 1 GiB in 256 directories, 16,384 files of
+# 64 KiB (WISDOM_TREE_FILE_SIZE), a tune over configs/tune-trees.toml installed as the tree's record
+# (cold; or cached with WISDOM_TREE_CACHE=warm, over configs/tune-trees-cached.toml: a cached
+# tree's), then cold and cached.
 WISDOM_TREE = $(BUILD)/wisdom-effect-tree
 WISDOM_TREE_CACHE ?= cold
+WISDOM_TREE_FILE_SIZE ?= 64K
+WISDOM_TREE_SPACE ?= configs/tune-trees$(if $(filter warm,$(WISDOM_TREE_CACHE)),-cached).toml
 wisdom-effect-tree: deps all
 	rm -rf $(WISDOM_TREE) && mkdir -p $(WISDOM_TREE)/tree
 	for d in $$(seq -w 0 255); do mkdir $(WISDOM_TREE)/tree/d$$d && \
-		head -c 4M /dev/urandom | split -b 64K -a 2 - $(WISDOM_TREE)/tree/d$$d/f || exit 1; done
-	URING_B3SUM_WISDOM=$(abspath $(WISDOM_TREE))/wisdom $(VENV)/bin/ringsum tune --space configs/tune-trees.toml \
+		head -c 4M /dev/urandom | split -b $(WISDOM_TREE_FILE_SIZE) -a 2 - $(WISDOM_TREE)/tree/d$$d/f || exit 1; done
+	URING_B3SUM_WISDOM=$(abspath $(WISDOM_TREE))/wisdom $(VENV)/bin/ringsum tune --space $(WISDOM_TREE_SPACE) \
 		--file $(WISDOM_TREE)/tree --budget 3 --install --out $(WISDOM_TREE) \
 		$(if $(filter warm,$(WISDOM_TREE_CACHE)),--warm)
 	cp $(WISDOM_TREE)/tune-*/tuned.options $(WISDOM_TREE)/tuned.options
@@ -481,7 +484,7 @@ check-power: deps all $(call bins,faults)
 	$(VENV)/bin/python -m analysis.doc_figures docs/ledger/README.md docs/regression-check.md
 
 # libFuzzer on the option parser (tests/test_fuzz_options.py has this built): the parser's files,
-# residency.c (wisdom.c samples a tree's cache state to choose its record), and the variants' table
+# residency.c and file_list.c (wisdom.c samples a tree's first files, as the walk takes them, to choose its record), and the variants' table
 # made from their RINGSUM_VARIANT lines, each row named by its file.
 CLANG        ?= $(shell command -v clang-14 || command -v clang)
 OPTION_SRCS  := $(addprefix hashers/,options.c knob_table.c options_help.c grammar_flags.c grammar_positional.c defaults_file.c wisdom.c)
@@ -490,11 +493,11 @@ $(BUILD)/gen/variant_table.h: $(wildcard hashers/variants/*.c)
 	awk 'FNR == 1 { name = FILENAME; sub(/.*\//, "", name); sub(/\.c$$/, "", name) } \
 	     /^RINGSUM_VARIANT\(/ { on = 1; sub(/^RINGSUM_VARIANT\(/, "VARIANT_ROW(\"" name "\", ") } \
 	     on && /^\);/ { print ")"; on = 0 } on { print }' $^ > $@
-$(BUILD)/fuzz/fuzz_options: tests/fuzz/fuzz_options.c $(OPTION_SRCS) hashers/residency.c $(HEADERS) $(BUILD)/gen/variant_table.h | $(BLAKE3)/blake3.h
+$(BUILD)/fuzz/fuzz_options: tests/fuzz/fuzz_options.c $(OPTION_SRCS) hashers/residency.c hashers/file_list.c hashers/checksum_file.c hashers/utf8.c $(HEADERS) $(BUILD)/gen/variant_table.h | $(BLAKE3)/blake3.h
 	@mkdir -p $(@D)
 	$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -DBLAKE3_USE_TBB -Wall -Wextra -Werror \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Ihashers -I$(BLAKE3) -I$(BUILD)/gen \
-		'-DRINGSUM_LIBURING_VERSION="fuzz"' tests/fuzz/fuzz_options.c $(OPTION_SRCS) hashers/residency.c -o $@
+		'-DRINGSUM_LIBURING_VERSION="fuzz"' tests/fuzz/fuzz_options.c $(OPTION_SRCS) hashers/residency.c hashers/file_list.c hashers/checksum_file.c hashers/utf8.c -o $@
 
 # libFuzzer on the option parser for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 300

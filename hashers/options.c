@@ -108,17 +108,6 @@ static bool knob_given(const struct options *opts, size_t offset)
 	return false;
 }
 
-/*
- * The knobs whose default depends on how many threads hash, known only once
- * --num-threads and the CPUs allowed are (ring_setup.c): a value given on the
- * command line, in the options file or by a wisdom record stays.
- */
-void knobs_for_threads(struct knobs *k, const struct options *opts, const struct variant *v, size_t hash_threads)
-{
-	if (v->parallel_memory_min && hash_threads > 1 && !knob_given(opts, offsetof(struct knobs, memory_min)))
-		k->memory_min = v->parallel_memory_min;
-}
-
 /* The name messages give the program: as it was invoked, like coreutils, so that installed as b3sum it says b3sum. */
 static const char *program_name(int argc, char **argv, const struct variant *v)
 {

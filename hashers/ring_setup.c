@@ -79,7 +79,6 @@ static void configure(struct ring_config *cfg, const struct options *opts, const
 				cfg->knobs.block_size % DIRECT_ALIGN == 0;
 	cfg->nr_cells = v->uses_uring ? opts->knobs.buffers : 1;
 	cfg->hash_threads = hash_max_threads();
-	knobs_for_threads(&cfg->knobs, opts, v, cfg->hash_threads);
 	cfg->hashing = cfg->knobs.parallel_hash ? HASH_PARALLEL :
 		       v->hashes_when_behind && !cfg->knobs.serial_hash && cfg->hash_threads > 1 && cfg->nr_cells > 1 ?
 		       HASH_WHEN_BEHIND : HASH_SERIAL;

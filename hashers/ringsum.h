@@ -119,7 +119,6 @@ struct variant {
 	unsigned queue_depth;		/* default; 0: the article's 4 */
 	unsigned buffers_per_depth;	/* default buffers per queue depth; 0: 1 */
 	size_t tree_direct_min;		/* what --direct-min 0 means for many files (--recursive, or more than one FILE) */
-	size_t parallel_memory_min;	/* --memory-min when not given and more than one thread hashes; 0: the knob's */
 	bool hashes_when_behind;	/* a ring block on every core while the next one waits (HASH_WHEN_BEHIND) */
 	int (*hash_stream)(struct ring *ring);
 };
@@ -165,7 +164,6 @@ struct progress {
 /* the option unit (options_impl.h inside): options.c and knob_table.c */
 int parse_options(struct options *opts, int argc, char **argv, const struct variant *v);
 void knobs_for_variant(struct knobs *k, const struct variant *v);
-void knobs_for_threads(struct knobs *k, const struct options *opts, const struct variant *v, size_t hash_threads);
 
 /* trace.c */
 int trace_open(struct trace *t, const char *path);
@@ -193,6 +191,8 @@ void print_check(const char *shown, const char *verdict);
 void print_check_failure(const char *shown, int err);
 const char *ringsum_strerror(int err);
 const char *describe_error(int err, char *buf, size_t size);
+/* utf8.c */
+size_t utf8_sequence(const unsigned char *s, size_t left, size_t *bad);
 bool utf8_valid(const char *s, size_t len);
 
 /* main.c */

@@ -45,9 +45,8 @@ def test_cached_file_is_hashed_from_memory_and_cold_file_through_the_ring(tmp_pa
 
 def test_a_small_cached_file_is_read_through_the_ring_unless_memory_min_says_otherwise(tmp_path):
     """Below --memory-min a cached file is read (buffered: it is in the page cache) through the ring; at
-    or above it, hashed from memory. Not given, it is 512K with one hashing thread and 1M with more
-    (the ring's copy then runs beside the hashing); given, on the command line or in a wisdom record,
-    it is what was given whatever the threads."""
+    or above it, hashed from memory. Not given, it is 1M whatever the hashing threads; given, on the
+    command line or in a wisdom record, it is what was given."""
     tree = tmp_path / "tree"
     tree.mkdir()
     sizes = (512 * 1024 - 1, 512 * 1024, MiB - 1, MiB)
@@ -72,11 +71,9 @@ def test_a_small_cached_file_is_read_through_the_ring_unless_memory_min_says_oth
         return ["memory" if "hashing from the page cache" in line else
                 re.search(r"under --memory-min (\S+)$", line).group(1) for line in lines]
 
-    one_thread = ["512K", "memory", "memory", "memory"]
-    # the CPUs this test may use decide the threads: 2 on the 2-core machines it runs on
-    assert how() == (["1M", "1M", "1M", "memory"] if len(os.sched_getaffinity(0)) > 1 else one_thread)
-    assert how("--num-threads", "1") == one_thread
-    assert how("--memory-min", "512K") == one_thread
+    assert how() == ["1M", "1M", "1M", "memory"]
+    assert how("--num-threads", "1") == ["1M", "1M", "1M", "memory"]
+    assert how("--memory-min", "512K") == ["512K", "memory", "memory", "memory"]
     assert how("--memory-min", "16K") == ["memory"] * 4
     assert how("-r", str(tree), wisdom=record) == ["memory"] * 4
 

@@ -143,6 +143,30 @@ def test_a_tree_record_is_for_the_cache_state_it_was_measured_in(tmp_path: Path,
     assert any("work=" not in line and "  tree " in line and "not used" in line for line in shown), shown
 
 
+def test_a_tree_is_sampled_in_the_order_it_is_hashed(tmp_path: Path) -> None:
+    """The sample is the walk's first files, in the order it hashes them (sorted names), not readdir's:
+    reading ahead of the walk the metadata of a directory it reaches later made a cold tree's walk
+    slower. Here the walk's first 8 of 64 files are cached and the rest cold: a sample in readdir's
+    (hash) order would find most of its files cold."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    files = [tree / f"f{i:02d}.bin" for i in range(64)]
+    for i, path in enumerate(files):
+        path.write_bytes(data_file(64 * 1024 + i).read_bytes())
+    book = tmp_path / "wisdom"
+    book.write_text("# no records: the sample is still taken and said\n")
+    for i, path in enumerate(files):
+        evict(path) if i >= 8 else path.read_bytes()
+    result = run([program(URING_B3SUM), "--verbose", "-r", tree], env={**os.environ, wisdom.ENV: str(book)})
+    said = result.stderr.decode()
+    assert result.returncode == 0 and result.stdout == b3sum_lines(files), said
+    assert "a cached tree: of 8 files sampled, most in the page cache" in said, said
+    for i, path in enumerate(files):
+        path.read_bytes() if i >= 8 else evict(path)
+    said = run([program(URING_B3SUM), "--verbose", "-r", tree], env={**os.environ, wisdom.ENV: str(book)}).stderr.decode()
+    assert "a cold tree: of 8 files sampled, most not in the page cache" in said, said
+
+
 def test_a_pick_is_recorded_only_where_it_beat_the_defaults(tmp_path: Path) -> None:
     """The final stage races the best uring_b3sum setting against uring_b3sum's defaults: a record
     holds the pick only where its time over theirs has its interval below 1, over rounds enough for

@@ -38,17 +38,6 @@ RINGSUM_VARIANT(hash_stream_threaded,
 	 * depth stays.
 	 */
 	.tree_direct_min = 4u << 10,
-	/*
-	 * A cached file from 512K up to 1M goes through the ring when two or
-	 * more threads hash: the producer's copy then runs beside the hashing,
-	 * where mapping and faulting it in would be the hashing threads' own.
-	 * One thread has nothing to overlap the copy with; there 512K went either
-	 * way and stays. The ledger's hot tree rows (ledger-memory-min) on
-	 * add026ac3c38, ring / memory on 2 cores: 0.88, 0.88 and 0.84 at 512K,
-	 * 1.05, 1.01 and 1.05 at 1M, 1.54 at 2M; on 1 core 1.12, 0.93 and 0.91
-	 * at 512K (docs/cold-path/memory-min-run/README.md).
-	 */
-	.parallel_memory_min = 1u << 20,
 	.hashes_when_behind = true,
 	.setup_flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
 );
