@@ -195,7 +195,10 @@ def test_a_pick_is_recorded_only_where_it_beat_the_defaults(tmp_path: Path) -> N
                           capture_output=True, text=True, env={**os.environ, wisdom.ENV: str(tmp_path / "w2")})
     assert said.returncode == 0, said
     assert said.stdout.endswith(": the defaults (its pick took 1.25 [1.10, 1.58] x the defaults' time in the "
-                                "final stage: not clearly faster)\n"), said.stdout
+                                "final stage: not clearly faster: its interval reaches 1)\n"), said.stdout
+    # an interval below 1 from too few rounds is named as that (a 4-round final stage said "reaches 1")
+    few = {"median": 0.97, "low": 0.95, "high": 0.98, "n": 4, "confidence": 0.875}
+    assert wisdom.not_faster_because(few) == "4 rounds give an interval of 87.5%, under the 90% a record needs"
 
 
 def test_a_bad_record_is_a_one_line_error_naming_its_line(tmp_path: Path, cached_file: Path) -> None:

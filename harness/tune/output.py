@@ -133,7 +133,8 @@ def summary(o: Outcome) -> list[str]:
         beats = wisdom.beats_defaults(o.best_default_vs_defaults)
         out.append(f"  {o.best_default[0]} / {DEFAULT_VARIANT}'s defaults: {ratio(o.best_default_vs_defaults)}: "
                    + ("faster, a record holds it" if beats else
-                      "not clearly faster (its interval reaches 1): a record holds the defaults"))
+                      f"not clearly faster ({wisdom.not_faster_because(o.best_default_vs_defaults)}): "
+                      "a record holds the defaults"))
     for lbl, m in o.finalists:
         if lbl != o.winner:
             out.append(f"  finalist: {line(lbl, m)}")

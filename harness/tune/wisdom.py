@@ -157,6 +157,16 @@ def beats_defaults(versus: dict[str, Any] | None) -> bool:
     return high is not None and high == high and high < 1 and coverage >= MIN_COVERAGE
 
 
+def not_faster_because(versus: dict[str, Any]) -> str:
+    """Why a pick's race against the defaults did not show it faster: its interval reaches 1, or its
+    rounds were too few for an interval of MIN_COVERAGE."""
+    high, coverage = versus.get("high"), versus.get("confidence") or 0
+    if high is not None and high == high and high < 1:
+        return (f"{versus.get('n')} rounds give an interval of {coverage:.1%}, under the {MIN_COVERAGE:.0%} "
+                "a record needs")
+    return "its interval reaches 1"
+
+
 def why_defaults(tune_dir: Path) -> str:
     """Why a finished tune's record holds the defaults, when the race against them is the reason."""
     try:
@@ -166,7 +176,7 @@ def why_defaults(tune_dir: Path) -> str:
     if beats_defaults(versus):
         return ""
     return (f" (its pick took {stats.Estimate(**versus).text(2)} x the defaults' time in the final stage: "
-            "not clearly faster)")
+            f"not clearly faster: {not_faster_because(versus)})")
 
 
 def install(tune_dir: Path, path: Path | None = None, bin_dir: Path | None = None) -> Record:
