@@ -470,7 +470,8 @@ $(WHEELS_OK): pyproject.toml $(PY_LOCK) | $(VENV_OK)
 	@touch $@
 wheels: deps $(WHEELS_OK)
 
-# The regression check's false alarms and detection rates (docs/regression-check.md), about 16 minutes
+# The regression check's false alarms and detection rates (docs/regression-check.md; the table in
+# docs/ledger/README.md), about 16 minutes
 # on a 2-core VM: 20 checks of an identical build and of 5% more CPU work in the same rounds (and
 # 1000 checks resampled from their rounds), then 5 of 10% and 20% more work, one read at a time and
 # O_DIRECT dropped. Kept under docs/ledger/<fingerprint id>/check-power/ (the ledger's gate table).
@@ -481,7 +482,7 @@ check-power: deps all $(call bins,faults)
 		--out $(BUILD)/power/aa --keep docs/ledger $(POWER_ARGS)
 	$(VENV)/bin/python -m harness.check.power --conditions slow10,slow20,depth1,buffered --repeats 5 \
 		--out $(BUILD)/power/faults --keep docs/ledger $(POWER_ARGS)
-	$(VENV)/bin/python -m analysis.doc_figures docs/ledger/README.md docs/regression-check.md
+	$(VENV)/bin/python -m analysis.doc_figures docs/ledger/README.md
 
 # libFuzzer on the option parser (tests/test_fuzz_options.py has this built): the parser's files,
 # residency.c and file_list.c (wisdom.c samples a tree's first files, as the walk takes them, to choose its record), and the variants' table

@@ -3,7 +3,7 @@
 machine x injected condition: how many real checks caught it (exit 1), by which signal, and how
 many of the checks resampled from the same rounds did, against the gate's targets.
 
-    <!-- table docs/ledger gate -->   in docs/regression-check.md (analysis/doc_figures.py)
+    <!-- table docs/ledger gate -->   in docs/ledger/README.md (analysis/doc_figures.py)
 """
 
 from __future__ import annotations

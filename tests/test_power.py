@@ -43,7 +43,7 @@ def test_power_study_catches_depth1_and_not_an_identical_build(tmp_path: Path) -
 
 
 def test_the_kept_study_judges_again_as_it_was_kept() -> None:
-    """docs/regression-check.md's gate table is drawn from the kept verdicts: the kept runs, judged again
+    """docs/ledger/README.md's gate table is drawn from the kept verdicts: the kept runs, judged again
     by today's check, give the same verdicts (the first runs of each kept study, for time)."""
     kept = sorted((REPO / "docs" / "ledger").glob("*/check-power/*/verdicts.json"))
     assert kept, "no kept check-power study"
