@@ -144,15 +144,13 @@ def test_counters_csv_round_trip_and_medians(tmp_path: Path) -> None:
     assert med["a"]["peak_in_flight"] == 3  # a peak is the most any probe reached
 
 
-def test_a_timing_counter_is_judged_only_beyond_its_own_spread() -> None:
-    """io_uring_enter calls depend on when completions arrive: one build against itself went 21 -> 114
-    (issue "gate"). Judged only where every probe of one side lies beyond the other's by more than
-    either side's spread, and past the tolerance."""
-    assert judged.judge_timing("uring_enters", [21, 23, 110], [114, 115, 118]) == "no change"
-    assert judged.judge_timing("uring_enters", [21, 21, 22], [300, 310, 320]) == "regression"
-    assert judged.judge_timing("uring_enters", [21, 21, 22], [40, 41, 42]) == "no change"  # apart, within 200% and 30
-    # without the probes (a summary alone), a timing counter is shown, not judged
-    assert judged.compare({"x": {"uring_enters": 21.0}}, {"x": {"uring_enters": 400.0}})[0].verdict == "no change"
-    both = judged.compare({"x": {"uring_enters": 21.0}}, {"x": {"uring_enters": 310.0}},
-                       {"x": {"uring_enters": [21, 21, 22]}}, {"x": {"uring_enters": [300, 310, 320]}})
-    assert both[0].verdict == "regression"
+def test_io_uring_enter_calls_are_shown_not_judged() -> None:
+    """io_uring_enter calls count how often the consumer found no completion waiting, which the
+    scheduling decides: one build against itself went 29-42 -> 109-114 in every probe of a check on the
+    Zen 5 (docs/ledger/8f50662391e2/check-power). Shown, never a regression, as context switches are."""
+    changes = judged.compare({"x": {"uring_enters": 29.0, "peak_in_flight": 8.0}},
+                             {"x": {"uring_enters": 114.0, "peak_in_flight": 1.0}})
+    assert {c.counter: c.verdict for c in changes} == {"uring_enters": "no change", "peak_in_flight": "regression"}
+    assert judged.TOLERANCES["uring_enters"].worse == "none"
+
+

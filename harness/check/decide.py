@@ -309,8 +309,7 @@ def compare(baseline: RunData, current: RunData, settings: Settings) -> Report:
     if _paired(baseline, current) and len([c for c in report.comparisons if "paired" in c.estimates]) > 1:
         report.comparisons.insert(0, compare_pooled(report.comparisons, baseline, current, settings))
     # counters say what a command did to its file: between different workloads they differ by design
-    report.counters = ctr.compare({k: v for k, v in baseline.counters.items() if k in like},
-                                  current.counters, baseline.counter_probes, current.counter_probes)
+    report.counters = ctr.compare({k: v for k, v in baseline.counters.items() if k in like}, current.counters)
     return report
 
 

@@ -61,7 +61,6 @@ class RunData:
     samples: dict[str, dict[str, Sample]]  # label -> figure -> executions
     failures: dict[str, str]  # label -> why (failed execution, hash mismatch)
     counters: dict[str, dict[str, float]] = field(default_factory=dict)  # label -> counter -> summary
-    counter_probes: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # label -> counter -> per probe
     ab_half: bool = False  # one half of an A/B run (select()): its rounds pair with the other half's
 
 
@@ -123,13 +122,12 @@ def check_data(path: str | Path) -> RunData:
     return RunData(path=p, fingerprint_id=(meta.get("fingerprint") or {}).get("fingerprint_id"),
                    cache=caches.pop() if len(caches) == 1 else None, runs=runs,
                    samples=samples, failures=failures,
-                   counters=counters[0], counter_probes=counters[1])
+                   counters=counters)
 
 
-def _counters(run_dir: Path) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, list[float]]]]:
-    """counters.csv's summary and probes per label, read as the run's other files are (no symlink)."""
-    rows = read_file(run_dir, ctr.COUNTERS_CSV, ctr.read)
-    return ctr.summarize(rows), ctr.probes(rows)
+def _counters(run_dir: Path) -> dict[str, dict[str, float]]:
+    """counters.csv's summary per label, read as the run's other files are (no symlink)."""
+    return ctr.summarize(read_file(run_dir, ctr.COUNTERS_CSV, ctr.read))
 
 
 def is_ab_run(run: RunData) -> bool:
@@ -146,7 +144,7 @@ def select(run: RunData, rename: Callable[[str], str | None]) -> RunData:
     rows = run.runs[[lbl is not None for lbl in labels]].copy()
     rows["label"] = [lbl for lbl in labels if lbl is not None]
     return dataclasses.replace(run, runs=rows, samples=pick(run.samples), failures=pick(run.failures),
-                               counters=pick(run.counters), counter_probes=pick(run.counter_probes), ab_half=True)
+                               counters=pick(run.counters), ab_half=True)
 
 
 def split_ab(run: RunData) -> tuple[RunData, RunData]:

@@ -175,7 +175,7 @@ def _resampled(half: decide.RunData, picks: list[tuple[int, int]], runs: list[di
                           **{tool: none for tool in decide.REFERENCE_TOOLS}}
     real = runs[counters_from][name]
     return dataclasses.replace(half, path=Path("resampled"), samples=samples, counters=real.counters,
-                               counter_probes=real.counter_probes, failures=real.failures)
+                               failures=real.failures)
 
 
 def resampled_checks(run_dirs: list[Path], count: int, rounds: int | None, settings: decide.Settings,
