@@ -230,6 +230,19 @@ def test_default_space_within_a_quarter_of_the_grid(default_space, noise):
         assert memory[o.winner] == min(memory.values())
 
 
+def test_final_rounds_are_as_asked_within_the_cap(default_space):
+    """--final-rounds: the final stage (the finalists against the defaults) runs as many rounds as
+    asked where the cap and the budget leave room, and fewer, said as a cut, where they do not."""
+    def final(o):
+        return [s for s in o.stages if s["name"] == "final"][0]["rounds"]
+    assert final(tune.search(default_space, simulated(default_space), log=lambda _: None)) == tune.FINAL_ROUNDS
+    asked = tune.search(default_space, simulated(default_space), log=lambda _: None, final_rounds=15)
+    assert final(asked) == 15 and asked.hasher_runs <= asked.grid_runs // 4
+    capped = tune.search(default_space, simulated(default_space), budget_s=4 * 60, log=lambda _: None,
+                         final_rounds=101)
+    assert final(capped) < 101 and any(c.startswith("final: ") and "of 101 rounds" in c for c in capped.cuts)
+
+
 def test_budget_cuts_stages_and_says_so(default_space):
     o = tune.search(default_space, simulated(default_space), budget_s=4 * 60, log=lambda _: None)
     assert sum(s["elapsed_s"] for s in o.stages) <= 4 * 60
@@ -254,6 +267,7 @@ def test_comparison_with_the_grid(default_space):
     (["--file", "/nonexistent/file.bin", "--warm"], "test file not found: /nonexistent/file.bin"),
     (["--size", "1M", "--warm", "--variant", "nosuch"], "unknown variant 'nosuch'"),
     (["--size", "1G", "--warm", "--budget", "0.1"], "budget 0.1 min is too small"),
+    (["--size", "1M", "--warm", "--final-rounds", "2"], "--final-rounds: expected 3 to 101 rounds, got '2'"),
 ])
 def test_errors_are_one_line(args, needle, tmp_path):
     r = ringsum("tune", "--dir", str(tmp_path), "--out", str(tmp_path / "out"), *args)

@@ -11,6 +11,7 @@ from harness.catalog.variants import BIN_DIR_HELP
 from harness.check.settings import parse_fraction
 from harness.conditions.spec import add_condition_args
 from harness import config_values
+from harness.tune.settings import MIN_FINAL_ROUNDS
 
 
 class Parser(argparse.ArgumentParser):
@@ -63,6 +64,13 @@ def minutes_arg(s: str) -> float:
     if not m > 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of minutes, got {s!r}")
     return m
+
+
+def final_rounds_arg(s: str) -> int:
+    """tune's final rounds: at least MIN_FINAL_ROUNDS (a race of fewer says nothing), at most 101."""
+    if not s.isdigit() or not MIN_FINAL_ROUNDS <= int(s) <= 101:
+        raise argparse.ArgumentTypeError(f"expected {MIN_FINAL_ROUNDS} to 101 rounds, got {s!r}")
+    return int(s)
 
 
 def fraction_arg(s: str) -> float:

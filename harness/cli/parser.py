@@ -13,7 +13,8 @@ from analysis.cli import add_report_arguments
 from harness import __version__
 from harness.catalog.variants import BIN_DIR_HELP
 from harness.check import settings as check
-from harness.cli.args import Parser, add_file_args, fraction_arg, minutes_arg, posint_arg, size_arg
+from harness.cli.args import (Parser, add_file_args, final_rounds_arg, fraction_arg, minutes_arg, posint_arg,
+                               size_arg)
 from harness.conditions.spec import add_condition_args
 from harness.history import CHECK_CONFIG, HISTORY_STORE
 from harness.tune import settings as tune
@@ -109,6 +110,10 @@ def _tune(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bin-dir", metavar="DIR", help=BIN_DIR_HELP)
     p.add_argument("--variant", action="append", metavar="NAME", help="search only this variant (repeatable)")
     p.add_argument("--budget", type=minutes_arg, metavar="MINUTES", help="estimated time to spend at most")
+    p.add_argument("--final-rounds", type=final_rounds_arg, default=tune.FINAL_ROUNDS, metavar="N",
+                   help=f"rounds of the final stage, which races the finalists and the defaults (default "
+                        f"{tune.FINAL_ROUNDS}; at least {tune.MIN_FINAL_ROUNDS}); fewer if the cap or the budget "
+                        "says so. A small edge needs more: a record holds a pick only where it beat the defaults")
     p.add_argument("--out", default="results", metavar="DIR", help="parent of the tune directory")
     add_condition_args(p)
     p.add_argument("--install", action="store_true",

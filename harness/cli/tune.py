@@ -19,7 +19,8 @@ def cmd_tune(a: argparse.Namespace) -> int:
                                       condition_overrides(a))
         grid = a.compare_full_grid
         return tune.tune(space, Path(a.out), a.budget * 60 if a.budget else None, a.install,
-                         compare=grid is not None, grid_run_dir=Path(grid) if grid else None)
+                         compare=grid is not None, grid_run_dir=Path(grid) if grid else None,
+                         final_rounds=a.final_rounds)
     except tune.TuneError as e:
         print(f"ringsum: {e}", file=sys.stderr)
         return 2

@@ -216,11 +216,12 @@ def check_limits(space: Space, budget_s: float | None) -> None:
 
 
 def search(space: Space, measure: Measure, budget_s: float | None = None,
-           log: Callable[[str], None] = progress.log) -> Outcome:
-    """Coarse, refine, semifinal, final; within a quarter of the grid's executions and the budget."""
+           log: Callable[[str], None] = progress.log, final_rounds: int = FINAL_ROUNDS) -> Outcome:
+    """Coarse, refine, semifinal, final (final_rounds rounds, fewer where the cap or the budget says
+    so); within a quarter of the grid's executions and the budget."""
     max_runs = math.floor(space.grid_runs * GRID_FRACTION)
     coarse, n_final = _first_stages(space)
-    stand_in = _final_stage(space, space.points[:n_final], FINAL_ROUNDS)  # before the finalists are known
+    stand_in = _final_stage(space, space.points[:n_final], final_rounds)  # before the finalists are known
     min_final = dataclasses.replace(stand_in, rounds=MIN_FINAL_ROUNDS)
     check_limits(space, budget_s)
     book = _Ledger(space, measure, budget_s, max_runs, log)
@@ -316,7 +317,8 @@ def preflight(space: Space) -> None:
 
 
 def tune(space: Space, out: Path, budget_s: float | None = None, install: bool = False,
-         compare: bool = False, grid_run_dir: Path | None = None, measure: Measure | None = None) -> int:
+         compare: bool = False, grid_run_dir: Path | None = None, measure: Measure | None = None,
+         final_rounds: int = FINAL_ROUNDS) -> int:
     """`ringsum tune`: search, write the outputs, print the result (and the grid comparison)."""
     preflight(space)
     check_limits(space, budget_s)
@@ -325,7 +327,7 @@ def tune(space: Space, out: Path, budget_s: float | None = None, install: bool =
     tune_dir = stamped_dir(out, "tune-")
     progress.log(f"tune directory: {tune_dir}")
     measure = measure or real_measure(space, tune_dir)
-    o = search(space, measure, budget_s)
+    o = search(space, measure, budget_s, final_rounds=final_rounds)
     written = write_outputs(space, o, tune_dir, install)
     for text in summary(o):
         print(text)

@@ -33,7 +33,7 @@ from harness.pipeline.plan import Command, build_plan, knob_word, resolve_files
 from harness.pipeline.run import run
 from harness.pipeline.run_request import Options, apply_overrides
 from harness.progress import log
-from harness.tune.settings import DEFAULT_SPACE  # noqa: F401 (the space a tune searches unless told)
+from harness.tune.settings import DEFAULT_SPACE, FINAL_ROUNDS, MIN_FINAL_ROUNDS  # noqa: F401 (re-exported)
 from harness.units import format_size
 
 COARSE_ROUNDS = 2
@@ -43,8 +43,6 @@ REFINE_STAGES = 3
 SEMIFINALISTS = 10  # the best so far, re-measured together to pick the finalists
 SEMIFINAL_ROUNDS = 3
 FINALISTS = 3
-FINAL_ROUNDS = 5
-MIN_FINAL_ROUNDS = 3
 COMPARE_ROUNDS = 10  # tune's winner against the grid's best
 GRID_FRACTION = Fraction(1, 4)  # hasher executions allowed, as a fraction of the full grid's
 
