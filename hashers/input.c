@@ -265,9 +265,10 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	 * / memory: at 512K 0.84-0.88 on 2 cores and 0.91-1.12 on 1 on the Zen 3
 	 * (add026ac3c38), 0.62-0.73 and 0.70-0.79 on the Zen 5 (8f50662391e2); at
 	 * 2M 1.32-1.54 on both. Between, the machines part: 1M files tie on the
-	 * Zen 3 (1.01-1.07) and go to the ring on the Zen 5 (0.71-0.95), whose
-	 * memory path wins from 1.5M (1.06-1.10). No rule is within 2% of both
-	 * there: a cached tree's record (configs/tune-trees-cached.toml) sets it.
+	 * Zen 3 (1.01-1.07) and went to the ring on the Zen 5 (0.71-0.95), whose
+	 * memory path wins from 1.5M (1.06-1.10), but to memory there once the
+	 * tree was read back into the cache (1.03): no rule is within 2% of
+	 * both. A cached tree's record (configs/tune-trees-cached.toml) sets it.
 	 */
 	in->from_memory = regular && (r->cfg->path_choice == PATH_MEMORY ||
 				      (r->cfg->path_choice == PATH_AUTO && !r->cfg->knobs.direct && in->size >= r->cfg->knobs.memory_min && cached));
