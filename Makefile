@@ -485,20 +485,22 @@ check-power: deps all $(call bins,faults)
 	$(VENV)/bin/python -m analysis.doc_figures docs/ledger/README.md
 
 # libFuzzer on the option parser (tests/test_fuzz_options.py has this built): the parser's files,
-# residency.c and file_list.c (wisdom.c samples a tree's first files, as the walk takes them, to choose its record), and the variants' table
-# made from their RINGSUM_VARIANT lines, each row named by its file.
+# what wisdom.c calls to sample a tree's first files as the walk takes them (residency.c, the walk
+# and the checksum lines it may read, their UTF-8 rules), and the variants' table made from their
+# RINGSUM_VARIANT lines, each row named by its file.
 CLANG        ?= $(shell command -v clang-14 || command -v clang)
 OPTION_SRCS  := $(addprefix hashers/,options.c knob_table.c options_help.c grammar_flags.c grammar_positional.c defaults_file.c wisdom.c)
+FUZZ_OPTION_SRCS := $(OPTION_SRCS) $(addprefix hashers/,residency.c file_list.c checksum_file.c utf8.c)
 $(BUILD)/gen/variant_table.h: $(wildcard hashers/variants/*.c)
 	@mkdir -p $(@D)
 	awk 'FNR == 1 { name = FILENAME; sub(/.*\//, "", name); sub(/\.c$$/, "", name) } \
 	     /^RINGSUM_VARIANT\(/ { on = 1; sub(/^RINGSUM_VARIANT\(/, "VARIANT_ROW(\"" name "\", ") } \
 	     on && /^\);/ { print ")"; on = 0 } on { print }' $^ > $@
-$(BUILD)/fuzz/fuzz_options: tests/fuzz/fuzz_options.c $(OPTION_SRCS) hashers/residency.c hashers/file_list.c hashers/checksum_file.c hashers/utf8.c $(HEADERS) $(BUILD)/gen/variant_table.h | $(BLAKE3)/blake3.h
+$(BUILD)/fuzz/fuzz_options: tests/fuzz/fuzz_options.c $(FUZZ_OPTION_SRCS) $(HEADERS) $(BUILD)/gen/variant_table.h | $(BLAKE3)/blake3.h
 	@mkdir -p $(@D)
 	$(CLANG) -g -O1 -std=gnu11 -D_GNU_SOURCE -DBLAKE3_USE_TBB -Wall -Wextra -Werror \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Ihashers -I$(BLAKE3) -I$(BUILD)/gen \
-		'-DRINGSUM_LIBURING_VERSION="fuzz"' tests/fuzz/fuzz_options.c $(OPTION_SRCS) hashers/residency.c hashers/file_list.c hashers/checksum_file.c hashers/utf8.c -o $@
+		'-DRINGSUM_LIBURING_VERSION="fuzz"' tests/fuzz/fuzz_options.c $(FUZZ_OPTION_SRCS) -o $@
 
 # libFuzzer on the option parser for FUZZ_SECONDS.
 FUZZ_SECONDS ?= 300

@@ -133,9 +133,9 @@ void usage(FILE *out, const char *prog, const struct variant *v)
 		"Knobs a variant does not use (queue depth for the pread loop) are checked, then ignored.\n"
 		"uring_b3sum's wisdom: choices `ringsum tune --install` measured, a record per CPU, SIMD\n"
 		"degree, device and kind of work (a cold or cached file, a cold or cached tree), filling what no\n"
-		"option gave (a tree's files are sampled to tell which it is)\n"
-		"gave; in $URING_B3SUM_WISDOM, else $XDG_CONFIG_HOME/ringsum/wisdom or\n"
-		"~/.config/ringsum/wisdom; `ringsum wisdom show` lists them, `ringsum wisdom forget` drops them.\n"
+		"option gave (a tree's files are sampled to tell which it is); in $URING_B3SUM_WISDOM, else\n"
+		"$XDG_CONFIG_HOME/ringsum/wisdom or ~/.config/ringsum/wisdom; `ringsum wisdom show` lists\n"
+		"them, `ringsum wisdom forget` drops them.\n"
 		"In the positional form BLOCK_KIB is in KiB and the flags are 0 or 1.\n"
 		"Exit status: 0 if every FILE was hashed (or checked OK), 1 if any failed, 2 for a bad command line.\n");
 }

@@ -18,7 +18,6 @@
  * $XDG_CONFIG_HOME/ringsum/wisdom or ~/.config/ringsum/wisdom; --no-wisdom
  * and URING_B3SUM_WISDOM=/dev/null (as every sweep and test sets) turn it off.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

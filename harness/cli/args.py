@@ -11,7 +11,7 @@ from harness.catalog.variants import BIN_DIR_HELP
 from harness.check.settings import parse_fraction
 from harness.conditions.spec import add_condition_args
 from harness import config_values
-from harness.tune.settings import MIN_FINAL_ROUNDS
+from harness.tune.settings import MAX_FINAL_ROUNDS, MIN_FINAL_ROUNDS
 
 
 class Parser(argparse.ArgumentParser):
@@ -67,9 +67,9 @@ def minutes_arg(s: str) -> float:
 
 
 def final_rounds_arg(s: str) -> int:
-    """tune's final rounds: at least MIN_FINAL_ROUNDS (a race of fewer says nothing), at most 101."""
-    if not s.isdigit() or not MIN_FINAL_ROUNDS <= int(s) <= 101:
-        raise argparse.ArgumentTypeError(f"expected {MIN_FINAL_ROUNDS} to 101 rounds, got {s!r}")
+    """tune's final rounds: MIN_FINAL_ROUNDS to MAX_FINAL_ROUNDS."""
+    if not s.isdigit() or not MIN_FINAL_ROUNDS <= int(s) <= MAX_FINAL_ROUNDS:
+        raise argparse.ArgumentTypeError(f"expected {MIN_FINAL_ROUNDS} to {MAX_FINAL_ROUNDS} rounds, got {s!r}")
     return int(s)
 
 

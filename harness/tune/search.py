@@ -13,11 +13,11 @@ normal `ringsum run` (cache drops, hash checks, the machine lock) into the tune 
 3. semifinal: the best 10 so far re-measured together, 3 rounds, so the finalists are not picked
    by one lucky execution on a noisy disk.
 4. final: the 3 best of the semifinal, plus the best `uring_b3sum` if none of them is one,
-   interleaved in 5 rounds with b3sum, fio at their block sizes and depths, the limit group's
-   readers (the speed limit: per round, the fastest plain read) and uring_b3sum with no options
-   (its defaults: `--install` records the best uring_b3sum setting only where it beat them). The
-   winner is the finalist with the lowest median in this stage, unless others are tied with it
-   (their per-round ratio's interval contains 1, harness/stats.py): then the tie-break rule
+   interleaved in 5 rounds (`--final-rounds`) with b3sum, fio at their block sizes and depths, the
+   limit group's readers (the speed limit: per round, the fastest plain read) and uring_b3sum with
+   no options (its defaults: `--install` records the best uring_b3sum setting only where it beat
+   them). The winner is the finalist with the lowest median in this stage, unless others are tied
+   with it (their per-round ratio's interval contains 1, harness/stats.py): then the tie-break rule
    (`TIE_BREAK`) picks among them.
 
 Hasher executions are capped at a quarter of the full grid's (points x rounds) and `--budget`

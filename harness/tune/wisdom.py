@@ -148,22 +148,26 @@ def record_options(knobs: dict[str, Any], work: str, variant: str, table: KnobTa
 MIN_COVERAGE = 0.9
 
 
+def _below_one(versus: dict[str, Any]) -> bool:
+    """The interval of the pick's time over the defaults' lies below 1 (NaN: it does not)."""
+    high = versus.get("high")
+    return high is not None and high == high and high < 1
+
+
 def beats_defaults(versus: dict[str, Any] | None) -> bool:
     """Whether the pick was faster than the defaults: the interval of its time over theirs below 1.
     A tune from before the final stage ran the defaults (None) is taken as it was."""
     if versus is None:
         return True
-    high, coverage = versus.get("high"), versus.get("confidence") or 0
-    return high is not None and high == high and high < 1 and coverage >= MIN_COVERAGE
+    return _below_one(versus) and (versus.get("confidence") or 0) >= MIN_COVERAGE
 
 
 def not_faster_because(versus: dict[str, Any]) -> str:
     """Why a pick's race against the defaults did not show it faster: its interval reaches 1, or its
     rounds were too few for an interval of MIN_COVERAGE."""
-    high, coverage = versus.get("high"), versus.get("confidence") or 0
-    if high is not None and high == high and high < 1:
-        return (f"{versus.get('n')} rounds give an interval of {coverage:.1%}, under the {MIN_COVERAGE:.0%} "
-                "a record needs")
+    if _below_one(versus):
+        return (f"{versus.get('n')} rounds give an interval of {versus.get('confidence') or 0:.1%}, under the "
+                f"{MIN_COVERAGE:.0%} a record needs")
     return "its interval reaches 1"
 
 
