@@ -171,12 +171,16 @@ def collect(roots: list[Path]) -> tuple[list[HostRun], list[Trouble]]:
 
 
 def tidy(host_runs: list[HostRun]) -> pd.DataFrame:
-    """Every execution of every run: host, fingerprint id and fields, run directory, then runs.csv's columns."""
+    """Every execution of every run: host, fingerprint id and fields, run directory, then runs.csv's columns.
+    A fingerprint field that a run also has as a column (`cores`: the machine's, and the condition's)
+    is `machine_<field>`, in every row, so that no column name is there twice."""
+    taken = {c for hr in host_runs for c in hr.run.runs.columns}
     frames = []
     for hr in host_runs:
         fp = hr.run.fingerprint
         front = {"host": hr.host, "fingerprint_id": hr.fingerprint_id,
-                 **{c: fp.get(c) for c in FINGERPRINT_COLUMNS}, "run_dir": str(hr.run.path)}
+                 **{f"machine_{c}" if c in taken else c: fp.get(c) for c in FINGERPRINT_COLUMNS},
+                 "run_dir": str(hr.run.path)}
         frames.append(hr.run.runs.assign(**front)[[*front, *hr.run.runs.columns]])
     return pd.concat(frames, ignore_index=True)
 

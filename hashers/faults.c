@@ -19,7 +19,7 @@
  * --progress every MS milliseconds (0: after every block and file), so tests need no timing;
  * readlag:MS waits before every read is queued (a slow disk), hashlag:MS before every block
  * is hashed (a slow core), so a test can put the reads behind the hashing or ahead of it;
- * inplacelag:US and readoncelag:US wait before each task of a mapped file hashed with
+ * inplacelag:US and prefetchlag:US wait before each task of a mapped file hashed with
  * that staging, so a test can make either lose the staging trial.
  * Without the variable, a file `ringsum-faults` beside the binary holds the spec: one run can
  * then time several injected builds side by side (harness/check/power.py).
@@ -95,11 +95,11 @@ void faults_setup(struct ring_config *cfg, struct progress *progress)
 			hash_lag_ms = n;
 		else if (!strcmp(name, "inplacelag") && n < 1000000)
 			staging_lag_us[STAGE_IN_PLACE] = n;
-		else if (!strcmp(name, "readoncelag") && n < 1000000)
-			staging_lag_us[STAGE_READ_ONCE] = n;
+		else if (!strcmp(name, "prefetchlag") && n < 1000000)
+			staging_lag_us[STAGE_PREFETCH] = n;
 		spec += used + (spec[used] == ',');
 	}
-	if (staging_lag_us[STAGE_IN_PLACE] || staging_lag_us[STAGE_READ_ONCE])
+	if (staging_lag_us[STAGE_IN_PLACE] || staging_lag_us[STAGE_PREFETCH])
 		staging_set_task_hook(lag_task);
 }
 

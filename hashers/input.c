@@ -41,7 +41,7 @@ static void on_sigbus(int sig, siginfo_t *info, void *context)
 
 static const char *const staging_names[] = {
 	[STAGE_IN_PLACE] = "in-place", [STAGE_READ_ONCE] = "read-once", [STAGE_COPY] = "copy",
-	[STAGE_MEASURED] = "measured",
+	[STAGE_PREFETCH] = "prefetch", [STAGE_MEASURED] = "measured",
 };
 
 /* The staging a cached file's tasks take: the one given, or the trial's winner once it has one (in *trial). */
@@ -61,14 +61,14 @@ static void say_trial(struct ring *r, const struct input *in)
 		return;
 	r->trial_said = true;
 	/*
-	 * In place, kept unless read once wins clearly, can be kept with read
-	 * once the faster at the median: the trial's other tasks then ran faster
-	 * than the winner's rate, and it cost nothing.
+	 * In place, kept unless prefetching wins clearly, can be kept with
+	 * prefetching the faster at the median: the trial's other tasks then ran
+	 * faster than the winner's rate, and it cost nothing.
 	 */
-	fprintf(stderr, "%s: %s: staging %s, measured here: read once / in place %.3f, the median of %u pairs "
-		"of tasks, read once faster in %u; the trial's %llu tasks cost %.2f ms of CPU beyond the winner's "
+	fprintf(stderr, "%s: %s: staging %s, measured here: prefetched / in place %.3f, the median of %u pairs "
+		"of tasks, prefetched faster in %u; the trial's %llu tasks cost %.2f ms of CPU beyond the winner's "
 		"rate%s\n", r->cfg->prog, in->path, staging_names[trial.winner], trial.ratio, trial.pairs,
-		trial.read_once_wins, trial.tasks, trial.cost_ns > 0 ? trial.cost_ns / 1e6 : 0.0,
+		trial.prefetch_wins, trial.tasks, trial.cost_ns > 0 ? trial.cost_ns / 1e6 : 0.0,
 		trial.cost_ns < 0 ? " (nothing: the other staging's tasks ran faster, not by enough to be taken)" : "");
 }
 
@@ -184,7 +184,7 @@ static void say_how(const struct ring *r, const struct input *in, const char *wh
 
 	if (in->from_memory)
 		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, %u thread%s, staging %s)%s\n", r->cfg->prog,
-			in->path, r->cfg->hash_threads, r->cfg->hash_threads == 1 ? "" : "s", how == STAGE_MEASURED ? "in place or read once, measured on its first tasks"
+			in->path, r->cfg->hash_threads, r->cfg->hash_threads == 1 ? "" : "s", how == STAGE_MEASURED ? "in place or prefetched, measured on its first tasks"
 			: staging_names[how], why);
 	else if (!r->have_uring)
 		fprintf(stderr, "%s: %s: reading with pread() (%zu-byte blocks)%s\n", r->cfg->prog, in->path,
@@ -213,9 +213,9 @@ static void report_effective(const struct ring *r, const struct input *in)
 	if (in->from_memory)	/* "measured": still measuring when the file ended, its tasks alternated */
 		snprintf(staging, sizeof(staging), "\"%s\"", staging_names[how]);
 	if (in->from_memory && r->cfg->staging == STAGE_MEASURED && found.decided)
-		snprintf(trial, sizeof(trial), "{\"pairs\": %u, \"read_once_over_in_place\": %.4f, "
-			 "\"read_once_faster_in\": %u, \"tasks\": %llu, \"cost_ns\": %.0f}", found.pairs, found.ratio,
-			 found.read_once_wins, found.tasks, found.cost_ns);
+		snprintf(trial, sizeof(trial), "{\"pairs\": %u, \"prefetch_over_in_place\": %.4f, "
+			 "\"prefetch_faster_in\": %u, \"tasks\": %llu, \"cost_ns\": %.0f}", found.pairs, found.ratio,
+			 found.prefetch_wins, found.tasks, found.cost_ns);
 	fprintf(r->effective, "{\"index\": %u, \"path\": \"%s\", \"block_size\": %zu, \"queue_depth\": %s, "
 		"\"buffers\": %u, \"direct\": %s, \"huge_pages\": %s, \"hashing\": \"%s\", \"hash_threads\": %u, "
 		"\"staging\": %s, \"staging_trial\": %s, \"ring_bytes\": %llu, \"parallel_bytes\": %llu}\n",

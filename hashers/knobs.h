@@ -44,8 +44,9 @@
 	       "the stage size", "bytes", "is larger than the 64M maximum", \
 	       "bytes per task hashing a cached file from memory, at most\n" \
 	       "a power of two (others round down)\n" \
-	       "each task hashed in place or read once first, whichever the first tasks\n" \
-	       "measure faster (or forced: --in-place, --read-once; or copied: --stage-copy)") \
+	       "each task hashed in place or prefetched, whichever the first tasks\n" \
+	       "measure faster (or forced: --in-place, --prefetch, --read-once;\n" \
+	       "or copied: --stage-copy)") \
 	NUMBER(map_release, SIZE, 0, MEMORY, 8u << 20, 0, MAX_BLOCK_SIZE, "release", 0, "SIZE", \
 	       "the release size", "bytes", "is larger than the 1G maximum", \
 	       "a cached file's mapping is released in pieces of SIZE as each is hashed\n" \
@@ -81,9 +82,11 @@
 	     "an O_DIRECT request is then a few segments, not one per 4K page") \
 	FLAG(stage_copy, 0, MEMORY, "copy", 0, "from memory, hash each task from a per-thread copy, not in place") \
 	FLAG(read_once, 0, MEMORY, "readonce", 0, "from memory, read each task once, a load per cache line, then hash it\n" \
-	     "(forced: no trial of in place against it)") \
+	     "(forced: no trial)") \
 	FLAG(in_place, 0, MEMORY, "inplace", 0, "from memory, hash each task as it is, with no read first\n" \
-	     "(forced: no trial of read once against it)")
+	     "(forced: no trial of prefetching against it)") \
+	FLAG(prefetch, 0, MEMORY, "prefetch", 0, "from memory, hash each task as it is, prefetching ahead\n" \
+	     "(each SIMD batch the next's chunk heads; forced: no trial of in place against it)")
 
 typedef size_t knob_SIZE_t;
 typedef unsigned knob_COUNT_t;

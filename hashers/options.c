@@ -79,8 +79,8 @@ static int validate(const struct options *opts, const struct variant *v, const c
 		return bad_usage(prog, "--direct and --buffered contradict each other");
 	if (opts->knobs.parallel_hash && opts->knobs.serial_hash)
 		return bad_usage(prog, "--parallel-hash and --serial-hash contradict each other");
-	if (opts->knobs.stage_copy + opts->knobs.read_once + opts->knobs.in_place > 1)
-		return bad_usage(prog, "--stage-copy, --read-once and --in-place contradict each other");
+	if (opts->knobs.stage_copy + opts->knobs.read_once + opts->knobs.in_place + opts->knobs.prefetch > 1)
+		return bad_usage(prog, "--stage-copy, --read-once, --in-place and --prefetch contradict each other");
 	if (opts->knobs.iopoll && !opts->knobs.direct)
 		return bad_usage(prog, "--iopoll needs --direct");
 	if (opts->knobs.iopoll && v->uses_uring && !v->waits_on_completions)

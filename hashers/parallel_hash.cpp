@@ -14,18 +14,29 @@
  *
  * Staging (hash_mapped, for a file hashed straight from the page cache):
  * each serial subtree (a task, up to the stage size: the --stage-size knob)
- * is hashed in place from the mapping, or read once first, one load per
- * cache line (--read-once), or hashed from a per-thread copy (--stage-copy):
- * the last two were meant to help the prefetcher follow BLAKE3's wide SIMD
- * loads. In the machine ledger (docs/ledger.md, the hot rows) reading once
- * never beat hashing in place by more than 1.5%: on the Zen 3 with AVX2
- * (68c61e3153fa, two runs; add026ac3c38) within 1.5% on both cores by median
- * and 3-18% slower on one; on an Emerald Rapids with AVX-512 (c4e6be79eb5a)
- * 17-20% slower on both cores and on one. A Zen 4 race, not kept, had read
- * once ahead. The prefetchers are the CPU's and the ledger has two kinds of
- * CPU, so neither is a rule: unless a staging is given (an option, or a
- * record of wisdom), the two are measured on the first tasks hashed
- * (STAGE_MEASURED, the trial below). Copying is in no kept run: a knob only.
+ * is hashed in place from the mapping, or prefetched (--prefetch, below), or
+ * read once first, one load per cache line (--read-once), or hashed from a
+ * per-thread copy (--stage-copy).
+ *
+ * Prefetching: BLAKE3 hashes a batch of simd_degree chunks at a time (a leaf
+ * of the tree, 16 KiB with AVX-512), one 64-byte block of every chunk per
+ * step: 16 streams of 1 KiB, each over before the hardware prefetchers have
+ * learnt it, so each step waits on memory. Before a leaf is hashed, the first
+ * PREFETCH_LINES lines of every chunk of the next leaf are prefetched; the
+ * prefetchers follow each stream from there; the task's pages are mapped
+ * first, in one call, since a prefetch of a page not yet mapped is dropped.
+ * On the Zen 5 (8f50662391e2, docs/cold-path/prefetch-zen5-run) in place took
+ * 1.13-1.16 x the prefetched time on a cached 1 GiB file and read once 1.09-1.14
+ * x, on both cores and on one; where the file is cached in 4K folios
+ * prefetching gains nothing (0.99-1.00 x in place) and read once 3% does.
+ * The lines per chunk are from the same machine. Reading once does not
+ * overlap the reading with the hashing: in the ledger (docs/ledger.md, the hot
+ * rows) it was at most 4% ahead of in place, and 17-20% behind on the Emerald
+ * Rapids (c4e6be79eb5a). The prefetchers are the CPU's, and the Zen 5 is the
+ * only CPU prefetching has met so far, so it is no rule: unless a staging is
+ * given (an option, or a record of wisdom), in place and prefetched are
+ * measured on the first tasks hashed (STAGE_MEASURED, the trial below).
+ * Reading once and copying are knobs only.
  *
  * Releasing (the same): a mapped file's pages stay in the process's RSS until
  * unmapped, so a file hashed from its mapping peaked at its own size. Each
@@ -73,6 +84,7 @@ constexpr size_t MAX_GRAIN = 256 * 1024;	// a ring block's subtrees, at most
 constexpr size_t TASKS = 2048;		// per ring block, at most (about)
 constexpr size_t MAPPED_TASKS = 1024;	// per mapped file: 1 MiB tasks for 1 GiB
 constexpr size_t MIN_RELEASE = 64 * 1024;	// whole pages, of any page size Linux has
+constexpr uintptr_t MIN_PAGE = 4096;	// a mapping's pages are at least this, and aligned to it
 
 std::atomic<size_t> grain{MIN_GRAIN};
 std::atomic<size_t> stage_bytes{0};	// bytes per staged task; 0: hash in place as it is
@@ -102,23 +114,26 @@ uint8_t *stage_buffer(size_t len) {
 
 // --- the staging trial (STAGE_MEASURED) ---
 //
-// Each hashing thread alternates in place and read once over its first tasks
-// of mapped files, in pairs, the order turned round every other pair (in place
-// first, then read once first) so that a drift in speed favours neither. Each
-// pair gives read once's time per byte over in place's. Once TRIAL_PAIRS pairs
-// are in, from every thread, they decide for the rest of the process: read
-// once if it was faster in at least TRIAL_WINS of them (a sign test, one-sided
-// at 2.5%) and by at least TRIAL_MARGIN at their median; in place, the ledger's
-// winner, otherwise. The pairs are noisy: on a cached 1 GiB file on the Zen 3
-// (add026ac3c38, docs/wisdom/staging-trial, 82 executions) the median of 32
-// ran 0.96-1.16 and read once won 1 to 22 of them, and the trial took read
-// once in 1 execution (the sign test and the median agreed there). A first
-// form, 16 pairs and the median alone, took it in 9 of 42 executions of a
-// run that was not kept: the sign test and the 32 pairs are a guard that
-// kept run does not itself show to be needed.
-// The tasks are the file's own, at its grain: nothing is hashed twice and no
-// join waits at a chunk's end, so the trial costs what the losing candidate's
-// tasks took beyond the winner's rate, and a clock read per task.
+// The first tasks of mapped files are each a pair: one half hashed in place,
+// the other prefetched, each timed, the order turned round every other task
+// (in place first, then prefetched first) so that a drift in speed favours
+// neither. Each pair gives prefetched time per byte over in place's. Once
+// TRIAL_PAIRS pairs are in, from every thread, they decide for the rest of the
+// process: prefetched if it was faster in at least TRIAL_WINS of them (a sign
+// test, one-sided at 2.5%) and by at least TRIAL_MARGIN at their median; in
+// place otherwise. A pair is two halves of one task, not two tasks in turn:
+// on the Zen 5 a cached file's 1 MiB tasks took 112-135 us or 220-250 us by
+// where in the file they lay (the same for both candidates: the page cache's
+// folios there, not the hashing), so a pair of neighbouring tasks often
+// straddled the two and was noise; the trial of whole tasks found prefetching
+// faster in only 19-24 of 32 pairs at a median of 0.86-0.90, and kept in place
+// in 12 of 20 executions (by hand: prefetch-zen5-run's README). The pairs
+// were noisy before too: when the trial was of reading once, on a cached
+// 1 GiB file on the Zen 3 (add026ac3c38, docs/wisdom/staging-trial, 82
+// executions), their median ran 0.96-1.16. The tasks are the file's own, at
+// its grain: nothing is hashed twice and no join waits at a chunk's end, so
+// the trial costs what the losing candidate's halves took beyond the winner's
+// rate, and three clock reads per task.
 constexpr unsigned TRIAL_PAIRS = 32;
 constexpr unsigned TRIAL_WINS = 22;
 constexpr double TRIAL_MARGIN = 0.99;
@@ -128,13 +143,12 @@ struct trial_state {
   std::atomic<unsigned> claimed{0}, filled{0};
   double ratios[TRIAL_PAIRS];
   double median = 0;  // these two written before winner is stored
-  unsigned read_once_wins = 0;
-  std::atomic<uint64_t> ns[2]{}, bytes[2]{};  // the trial's tasks: [0] in place, [1] read once
+  unsigned prefetch_wins = 0;
+  std::atomic<uint64_t> ns[2]{}, bytes[2]{};  // the trial's tasks: [0] in place, [1] prefetched
   std::atomic<uint64_t> tasks{0};
 };
 trial_state trial;
 thread_local unsigned trial_done;  // this thread's trial tasks so far
-thread_local double trial_first;   // the time per byte of its pair's first task
 
 std::atomic<void (*)(staging, size_t)> task_hook{nullptr};
 
@@ -144,11 +158,6 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// This thread's next trial task: in place then read once, then read once then in place, ...
-staging trial_candidate() {
-  bool read_once_first = trial_done / 2 % 2, second = trial_done % 2;
-  return read_once_first != second ? STAGE_READ_ONCE : STAGE_IN_PLACE;
-}
 
 // The last pair's thread: every ratio is visible through filled's release sequence.
 void trial_decide() {
@@ -156,28 +165,69 @@ void trial_decide() {
   std::copy(trial.ratios, trial.ratios + TRIAL_PAIRS, sorted);
   std::sort(sorted, sorted + TRIAL_PAIRS);
   trial.median = (sorted[(TRIAL_PAIRS - 1) / 2] + sorted[TRIAL_PAIRS / 2]) / 2;
-  trial.read_once_wins = static_cast<unsigned>(std::lower_bound(sorted, sorted + TRIAL_PAIRS, 1.0) - sorted);
-  bool read_once = trial.read_once_wins >= TRIAL_WINS && trial.median < TRIAL_MARGIN;
-  trial.winner.store(read_once ? STAGE_READ_ONCE : STAGE_IN_PLACE, std::memory_order_release);
+  trial.prefetch_wins = static_cast<unsigned>(std::lower_bound(sorted, sorted + TRIAL_PAIRS, 1.0) - sorted);
+  bool prefetch = trial.prefetch_wins >= TRIAL_WINS && trial.median < TRIAL_MARGIN;
+  trial.winner.store(prefetch ? STAGE_PREFETCH : STAGE_IN_PLACE, std::memory_order_release);
 }
 
-void trial_record(staging how, uint64_t ns, size_t len) {
-  bool read_once = how == STAGE_READ_ONCE;
-  double per_byte = static_cast<double>(std::max<uint64_t>(ns, 1)) / static_cast<double>(len);
-
-  trial.ns[read_once].fetch_add(ns, std::memory_order_relaxed);
-  trial.bytes[read_once].fetch_add(len, std::memory_order_relaxed);
-  trial.tasks.fetch_add(1, std::memory_order_relaxed);
-  if (trial_done++ % 2 == 0) {
-    trial_first = per_byte;
-    return;
+// A trial task's pair: [0] its half hashed in place, [1] its half prefetched.
+void trial_record(const uint64_t ns[2], const size_t len[2]) {
+  double per_byte[2];
+  for (int prefetched = 0; prefetched < 2; prefetched++) {
+    trial.ns[prefetched].fetch_add(ns[prefetched], std::memory_order_relaxed);
+    trial.bytes[prefetched].fetch_add(len[prefetched], std::memory_order_relaxed);
+    per_byte[prefetched] = static_cast<double>(std::max<uint64_t>(ns[prefetched], 1)) /
+                           static_cast<double>(len[prefetched]);
   }
+  trial.tasks.fetch_add(1, std::memory_order_relaxed);
   unsigned slot = trial.claimed.fetch_add(1, std::memory_order_relaxed);
   if (slot >= TRIAL_PAIRS)
     return;
-  trial.ratios[slot] = read_once ? per_byte / trial_first : trial_first / per_byte;
+  trial.ratios[slot] = per_byte[1] / per_byte[0];
   if (trial.filled.fetch_add(1, std::memory_order_acq_rel) + 1 == TRIAL_PAIRS)
     trial_decide();
+}
+
+// --- prefetching (STAGE_PREFETCH) ---
+constexpr size_t PREFETCH_LINES = 2;	// per chunk: 1 and 3 were slower on the Zen 5 (the file's head)
+constexpr size_t LINE = 64;
+thread_local bool prefetching;	// this thread's task is prefetched: its leaves see it
+
+// The first lines of each chunk of a leaf, into every level of the cache. A
+// prefetch never faults: past the task's end, or the mapping's, it costs one
+// line of bandwidth at most.
+void prefetch_chunk_heads(const uint8_t *leaf, size_t len) {
+  for (size_t chunk = 0; chunk < len; chunk += BLAKE3_CHUNK_LEN)
+    for (size_t line = 0; line < PREFETCH_LINES; line++)
+      __builtin_prefetch(leaf + chunk + line * LINE, 0, 3);
+}
+
+size_t leaf_len() { return blake3_simd_degree() * BLAKE3_CHUNK_LEN; }
+
+// A file cached in 4K folios is mapped 64 KiB a fault: prefetching there cost
+// 4-5% over in place until the task's pages were mapped first, in one call (a
+// call per half still cost 4%; the Zen 5, prefetch-zen5-run). Where the
+// folios are PMD-sized the call finds them mapped.
+void map_pages(const uint8_t *input, size_t len) {
+  uintptr_t page = reinterpret_cast<uintptr_t>(input) & ~(MIN_PAGE - 1);
+  // Errors are left to the hashing: a page gone past a truncation faults there (SIGBUS, input.c).
+  madvise(reinterpret_cast<void *>(page), reinterpret_cast<uintptr_t>(input) + len - page, MADV_POPULATE_READ);
+}
+
+// A half of a task, staged in place or prefetched (mapped: its pages are, by
+// the caller): its leaves, hashed below, each prefetch the next (the join's
+// serial branch) once the first is.
+size_t hash_half(const uint8_t *input, size_t len, const uint32_t key[8], uint64_t chunk_counter, uint8_t flags,
+                 uint8_t *cvs, staging how, bool mapped) {
+  if (auto hook = task_hook.load(std::memory_order_relaxed))
+    hook(how, len);
+  prefetching = how == STAGE_PREFETCH;
+  if (prefetching) {
+    if (!mapped)
+      map_pages(input, len);
+    prefetch_chunk_heads(input, std::min(len, leaf_len()));
+  }
+  return blake3_compress_subtree_wide(input, len, key, chunk_counter, flags, cvs, false);
 }
 
 // One load per cache line, in order: the prefetcher follows a single stream,
@@ -230,40 +280,60 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
     uint8_t *r_cvs, size_t *r_n) noexcept {
   // The left subtree is the larger: below the grain, so is everything under it.
   if (!use_tbb || l_input_len < grain.load(std::memory_order_relaxed)) {
-    uint8_t *stage = nullptr;
-    const uint8_t *input = l_input;
     size_t stage_len = stage_bytes.load(std::memory_order_relaxed);
     size_t task_len = l_input_len + r_input_len;  // the halves are adjacent: one subtree
     staging how = stage_how.load(std::memory_order_relaxed);
-    bool measuring = false;
-    uint64_t start = 0;
     // A task of a mapped file (a ring block has no stage).
     if (use_tbb && task_len <= stage_len) {
-      if (how == STAGE_MEASURED) {
-        int winner = trial.winner.load(std::memory_order_acquire);
-        measuring = winner < 0;
-        how = measuring ? trial_candidate() : static_cast<staging>(winner);
+      const uint8_t *input = l_input;
+      int winner = how == STAGE_MEASURED ? trial.winner.load(std::memory_order_acquire) : how;
+      if (winner < 0) {  // a trial task: a half each, the order turned round every other task
+        bool prefetch_first = trial_done++ % 2;
+        staging first = prefetch_first ? STAGE_PREFETCH : STAGE_IN_PLACE;
+        staging second = prefetch_first ? STAGE_IN_PLACE : STAGE_PREFETCH;
+        uint64_t ns[2], start = now_ns();
+        size_t len[2];
+        *l_n = hash_half(l_input, l_input_len, key, l_chunk_counter, flags, l_cvs, first, false);
+        uint64_t middle = now_ns();
+        *r_n = hash_half(r_input, r_input_len, key, r_chunk_counter, flags, r_cvs, second, false);
+        ns[prefetch_first] = middle - start, len[prefetch_first] = l_input_len;
+        ns[!prefetch_first] = now_ns() - middle, len[!prefetch_first] = r_input_len;
+        trial_record(ns, len);
+      } else if (winner == STAGE_IN_PLACE || winner == STAGE_PREFETCH) {
+        if (winner == STAGE_PREFETCH)  // the whole task in one call
+          map_pages(l_input, task_len);
+        *l_n = hash_half(l_input, l_input_len, key, l_chunk_counter, flags, l_cvs, static_cast<staging>(winner), true);
+        *r_n = hash_half(r_input, r_input_len, key, r_chunk_counter, flags, r_cvs, static_cast<staging>(winner), true);
+      } else {
+        uint8_t *stage = nullptr;
+        if (auto hook = task_hook.load(std::memory_order_relaxed))
+          hook(how, task_len);
+        if (how == STAGE_READ_ONCE)
+          read_once(l_input, task_len);
+        else if (how == STAGE_COPY && (stage = stage_buffer(stage_len))) {
+          memcpy(stage, l_input, task_len);
+          l_input = stage;
+          r_input = stage + l_input_len;
+        }
+        *l_n = blake3_compress_subtree_wide(l_input, l_input_len, key, l_chunk_counter, flags, l_cvs, false);
+        *r_n = blake3_compress_subtree_wide(r_input, r_input_len, key, r_chunk_counter, flags, r_cvs, false);
       }
-      if (measuring)
-        start = now_ns();
-      if (auto hook = task_hook.load(std::memory_order_relaxed))
-        hook(how, task_len);
-      if (how == STAGE_READ_ONCE)
-        read_once(l_input, task_len);
-      else if (how == STAGE_COPY && (stage = stage_buffer(stage_len))) {
-        memcpy(stage, l_input, task_len);
-        l_input = stage;
-        r_input = stage + l_input_len;
-      }
+      prefetching = false;  // the task's end: a ring block, or another task, is not prefetched
+      release_hashed(input, task_len, true);
+      return;
     }
+    // Two leaves of a prefetched task, hashed below without coming back here: each prefetches the next.
+    bool leaves = prefetching && l_input_len <= leaf_len();
+    if (leaves)
+      prefetch_chunk_heads(r_input, leaf_len());
     *l_n = blake3_compress_subtree_wide(l_input, l_input_len, key,
                                         l_chunk_counter, flags, l_cvs, false);
+    if (leaves)
+      prefetch_chunk_heads(r_input + r_input_len, leaf_len());
     *r_n = blake3_compress_subtree_wide(r_input, r_input_len, key,
                                         r_chunk_counter, flags, r_cvs, false);
-    if (measuring)
-      trial_record(how, now_ns() - start, task_len);
     if (use_tbb)
-      release_hashed(input, task_len, true);
+      release_hashed(l_input, task_len, true);
     return;
   }
 
@@ -288,15 +358,15 @@ extern "C" void staging_trial_result(struct staging_trial *out) noexcept {
   if (winner < 0)
     return;
   // The loser's bytes at the winner's rate, times how much slower the median pair had the loser.
-  bool read_once_won = winner == STAGE_READ_ONCE;
-  double won_ns = static_cast<double>(trial.ns[read_once_won].load());
-  double won_bytes = static_cast<double>(trial.bytes[read_once_won].load());
-  double lost_over_won = read_once_won ? 1 / trial.median : trial.median;
+  bool prefetch_won = winner == STAGE_PREFETCH;
+  double won_ns = static_cast<double>(trial.ns[prefetch_won].load());
+  double won_bytes = static_cast<double>(trial.bytes[prefetch_won].load());
+  double lost_over_won = prefetch_won ? 1 / trial.median : trial.median;
   out->decided = true;
   out->winner = static_cast<staging>(winner);
   out->ratio = trial.median;
-  out->read_once_wins = trial.read_once_wins;
-  out->cost_ns = static_cast<double>(trial.bytes[!read_once_won].load()) * (won_bytes ? won_ns / won_bytes : 0) *
+  out->prefetch_wins = trial.prefetch_wins;
+  out->cost_ns = static_cast<double>(trial.bytes[!prefetch_won].load()) * (won_bytes ? won_ns / won_bytes : 0) *
                  (lost_over_won - 1);
 }
 

@@ -22,15 +22,16 @@ enum staging {
 	STAGE_IN_PLACE,		/* hashed as it is */
 	STAGE_READ_ONCE,	/* read once, a load per cache line, then hashed in place */
 	STAGE_COPY,		/* copied into a per-thread buffer and hashed there */
-	STAGE_MEASURED,		/* in place and read once alternated over the first tasks, the faster kept */
+	STAGE_PREFETCH,		/* hashed as it is, each SIMD batch's chunk heads prefetched a batch ahead */
+	STAGE_MEASURED,		/* in place and prefetched alternated over the first tasks, the faster kept */
 };
 /* What the staging trial (STAGE_MEASURED) found so far, for --verbose and --effective. */
 struct staging_trial {
 	bool decided;
-	enum staging winner;	/* once decided: STAGE_IN_PLACE or STAGE_READ_ONCE */
+	enum staging winner;	/* once decided: STAGE_IN_PLACE or STAGE_PREFETCH */
 	unsigned pairs;		/* pairs of tasks the median is over */
-	double ratio;		/* read once's time per byte over in place's, the median of the pairs */
-	unsigned read_once_wins;	/* pairs in which read once was the faster */
+	double ratio;		/* prefetched time per byte over in place's, the median of the pairs */
+	unsigned prefetch_wins;	/* pairs in which prefetching was the faster */
 	double cost_ns;		/* CPU time the trial's tasks took beyond the winner's rate, over every thread */
 	unsigned long long tasks;	/* tasks hashed while measuring */
 };

@@ -51,11 +51,9 @@ static int register_buffers(struct ring *r)
 }
 
 /*
- * A cached file's staging: forced by its knob, else measured on the first
- * tasks hashed (parallel_hash.cpp). In place held within 1.5% on the ledger's
- * hot rows (docs/ledger.md), but those are two CPU kinds, and the Zen 4 race
- * that once made read once the rule went the other way: which one the
- * prefetchers favour is the CPU's, so the CPU is asked.
+ * A cached file's staging: forced by its knob, else in place and prefetched
+ * measured on the first tasks hashed (parallel_hash.cpp, which says what
+ * rests on what): whether prefetching pays is the CPU's, so the CPU is asked.
  */
 static enum staging staging_of(const struct knobs *k)
 {
@@ -65,6 +63,8 @@ static enum staging staging_of(const struct knobs *k)
 		return STAGE_READ_ONCE;
 	if (k->in_place)
 		return STAGE_IN_PLACE;
+	if (k->prefetch)
+		return STAGE_PREFETCH;
 	return STAGE_MEASURED;
 }
 

@@ -120,6 +120,7 @@ def test_collect_one_table_and_a_row_per_machine(fleet: Path, tmp_path: Path) ->
         rows = list(csv.DictReader(f))
     assert {r["host"] for r in rows} == set(HOSTS) and len(rows) == 2 * 4 * 2
     assert all(r["fingerprint_id"] and r["cpu_model"] and r["device_driver"] for r in rows)
+    assert all(r["machine_cores"] == str(os.cpu_count()) for r in rows) and "cores" in rows[0], rows[0]   # and the condition
     with open(out / "fleet-machines.csv") as f:
         machines = list(csv.DictReader(f))
     assert sorted(m["host"] for m in machines) == sorted(HOSTS)

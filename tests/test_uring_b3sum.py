@@ -118,7 +118,8 @@ def test_forced_paths_give_the_same_hashes(choice):
 def test_parallel_hashing_either_side_of_its_grain():
     """parallel_hash.cpp forks no finer than a 2048th of the length (from memory a 1024th, at most
     --stage-size), at least 32 KiB, and from memory reads each serial subtree once before hashing
-    it in place (--read-once), hashes it as it is (--in-place) or hashes a copy of it (--stage-copy):
+    it in place (--read-once), hashes it as it is (--in-place), prefetching ahead (--prefetch) or
+    hashes a copy of it (--stage-copy):
     lengths either side of the edges, from
     memory (one call per file, staged) with the smallest, the default, one of no power of two
     (rounded down) and the largest stage, read or copied, releasing the mapping never, in pieces
@@ -133,6 +134,8 @@ def test_parallel_hashing_either_side_of_its_grain():
                  ["--path", "memory", "--stage-copy", "--stage-size", "64M"],
                  ["--path", "memory", "--read-once", "--stage-size", "32K"], ["--path", "memory", "--read-once"],
                  ["--path", "memory", "--in-place", "--stage-size", "32K"], ["--path", "memory", "--in-place"],
+                 ["--path", "memory", "--prefetch", "--stage-size", "32K"], ["--path", "memory", "--prefetch"],
+                 ["--path", "memory", "--prefetch", "--stage-size", "64M", "--map-release", "64K"],
                  ["--path", "memory", "--map-release", "0"], ["--path", "memory", "--map-release", "64K"],
                  ["--path", "memory", "--map-release", "100K", "--stage-size", "32K"],
                  ["--path", "ring", "--parallel-hash", "--block-size", "4M"]):
@@ -153,50 +156,52 @@ def _staging(argv: list, report: Path) -> tuple[str, bytes]:
 
 
 def test_a_cached_files_staging_is_measured_unless_a_knob_says_otherwise(tmp_path):
-    """With no staging given, in place and read once are measured on the file's first tasks, and read
-    once kept only if it was faster in 22 of the 32 pairs and 1% at their median (--effective names
-    the winner and the trial, --verbose says so), on every SIMD level;
-    --read-once, --in-place and --stage-copy force theirs, with no trial; a file read through the
-    ring has no staging."""
+    """With no staging given, in place and prefetched are measured on the file's first tasks, a half
+    of each task with each, and prefetching kept only if it was faster in 22 of the 32 pairs and 1% at
+    their median (--effective names the winner and the trial, --verbose says so), on every SIMD level;
+    --read-once, --in-place, --prefetch and --stage-copy force theirs, with no trial; a file read
+    through the ring has no staging."""
     path = data_file(8 * MiB + 3)
     report = tmp_path / "effective.jsonl"
     full = [program(URING_B3SUM), "--path", "memory"]
     (line,), said = _effective([*full, path], report)
-    assert line["staging"] in ("in-place", "read-once"), line
+    assert line["staging"] in ("in-place", "prefetch"), line
     trial = line["staging_trial"]
-    assert trial["pairs"] == 32 and trial["tasks"] >= 64, line
-    ratio, wins = trial["read_once_over_in_place"], trial["read_once_faster_in"]
-    expected = "read-once" if ratio < 0.99 and wins >= 22 else "in-place"
+    assert trial["pairs"] == 32 and trial["tasks"] >= 32, line
+    ratio, wins = trial["prefetch_over_in_place"], trial["prefetch_faster_in"]
+    expected = "prefetch" if ratio < 0.99 and wins >= 22 else "in-place"
     assert line["staging"] == expected or abs(ratio - 0.99) < 1e-4, line   # the JSON rounds to 4 places
-    assert b"staging in place or read once, measured on its first tasks" in said, said
-    told = re.search(rb"staging ([a-z-]+), measured here: read once / in place ([0-9.]+), the median of 32 pairs "
-                     rb"of tasks, read once faster in ([0-9]+);", said)
+    assert b"staging in place or prefetched, measured on its first tasks" in said, said
+    told = re.search(rb"staging ([a-z-]+), measured here: prefetched / in place ([0-9.]+), the median of 32 pairs "
+                     rb"of tasks, prefetched faster in ([0-9]+);", said)
     assert told and told[1].decode() == line["staging"] and int(told[3]) == wins, said
     assert abs(float(told[2]) - ratio) <= 0.0006, (said, ratio)   # printed to 3 places, the JSON to 4
-    for forced, name in (("--read-once", "read-once"), ("--in-place", "in-place"), ("--stage-copy", "copy")):
+    for forced, name in (("--read-once", "read-once"), ("--in-place", "in-place"), ("--prefetch", "prefetch"),
+                         ("--stage-copy", "copy")):
         (line,), said = _effective([*full, forced, path], report)
         assert (line["staging"], line["staging_trial"]) == (name, None), line
         assert f"staging {name})".encode() in said and b"measured" not in said, said
     avx2_build = REPO / "build" / "simd-avx2" / "bin" / URING_B3SUM
     if avx2_build.exists():   # make test builds it
-        assert _staging([avx2_build, "--path", "memory", path], report)[0] in ("in-place", "read-once")
+        assert _staging([avx2_build, "--path", "memory", path], report)[0] in ("in-place", "prefetch")
     assert _staging([program(URING_B3SUM), "--path", "ring", path], report)[0] is None
-    both = run([program(URING_B3SUM), "--read-once", "--in-place", path])
-    assert both.returncode == 2 and b"--stage-copy, --read-once and --in-place contradict each other" in both.stderr
+    both = run([program(URING_B3SUM), "--prefetch", "--in-place", path])
+    assert both.returncode == 2 and b"--stage-copy, --read-once, --in-place and --prefetch contradict each other" \
+        in both.stderr
 
 
 FAULTS_BUILD = REPO / "build" / "faults" / "bin" / URING_B3SUM
 
 
-@pytest.mark.parametrize("slowed, winner", [("inplacelag", "read-once"), ("readoncelag", "in-place")])
+@pytest.mark.parametrize("slowed, winner", [("inplacelag", "prefetch"), ("prefetchlag", "in-place")])
 def test_the_staging_trial_keeps_the_faster(tmp_path, slowed, winner):
-    """The test build waits 2 ms before each task hashed with one staging (RINGSUM_FAULTS): the trial
-    must keep the other, for this file and the later ones, whose tasks are then never measured;
-    files too small to finish the trial alone are hashed alternating ("measured") until it ends.
+    """The test build waits 2 ms before each half task hashed with one staging (RINGSUM_FAULTS): the
+    trial must keep the other, for this file and the later ones, whose tasks are then never measured;
+    files too small to finish the trial alone are hashed a half with each ("measured") until it ends.
     Every hash is b3sum's."""
     if not FAULTS_BUILD.exists():
         pytest.skip(f"{FAULTS_BUILD} missing: make build/faults/bin/{URING_B3SUM}")
-    small = [data_file(96 * 1024 + i) for i in range(6)]   # 3 tasks of 32K each: 9 pairs of 32 in all
+    small = [data_file(96 * 1024 + i) for i in range(6)]   # 3 tasks of 32K each, a pair each: 18 of 32
     large = data_file(8 * MiB + 3)
     report = tmp_path / "effective.jsonl"
     env = {**os.environ, "RINGSUM_FAULTS": f"{slowed}:2000", "URING_B3SUM_WISDOM": "/dev/null"}
@@ -207,10 +212,10 @@ def test_the_staging_trial_keeps_the_faster(tmp_path, slowed, winner):
     assert stagings[:len(small)] == ["measured"] * len(small), stagings
     assert stagings[len(small):] == [winner, winner], stagings
     decided = lines[len(small)]["staging_trial"]
-    ratio = decided["read_once_over_in_place"]
-    assert (ratio < 0.5 if winner == "read-once" else ratio > 2), decided
-    assert decided["read_once_faster_in"] >= 22 if winner == "read-once" else decided["read_once_faster_in"] < 22
-    assert decided["cost_ns"] > 0 and decided["tasks"] >= 64, decided
+    ratio = decided["prefetch_over_in_place"]
+    assert (ratio < 0.5 if winner == "prefetch" else ratio > 2), decided
+    assert decided["prefetch_faster_in"] >= 22 if winner == "prefetch" else decided["prefetch_faster_in"] < 22
+    assert decided["cost_ns"] > 0 and decided["tasks"] >= 32, decided
     assert lines[-1]["staging_trial"]["tasks"] == decided["tasks"], "the later file's tasks were measured"
     assert said.count(b"measured here") == 1, said
 

@@ -78,12 +78,13 @@ def test_a_cached_file_record_with_a_staging_skips_the_staging_trial(tmp_path: P
     key = _key(cached_file)
     for knobs, staging, trial in (({"read_once": True}, "staging read-once)", False),
                                   ({"in_place": True}, "staging in-place)", False),
+                                  ({"prefetch": True}, "staging prefetch)", False),
                                   ({"stage_size": 2 * MiB}, "measured on its first tasks)", True)):
         record = wisdom.install(_tune_dir(tmp_path, "cached-file", knobs, key), book)
         assert record.work == "cached-file", record
         said, _ = _how(cached_file, book)
         assert "wisdom for cached-file work, measured 2026-11-27T12:00:00Z" in said and staging in said, said
-        assert ("measured here: read once / in place" in said) == trial, said
+        assert ("measured here: prefetched / in place" in said) == trial, said
 
 
 def test_a_record_decides_only_for_its_device_work_and_what_no_option_gave(tmp_path: Path, cached_file: Path) -> None:
