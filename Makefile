@@ -101,13 +101,17 @@ $(foreach f,$(FLAVOURS),$(eval $(call compile_rule,$(f))))
 BLAKE3_C_SRCS := blake3.c blake3_dispatch.c blake3_portable.c
 BLAKE3_S_SRCS := blake3_sse2_x86-64_unix.S blake3_sse41_x86-64_unix.S \
 		 blake3_avx2_x86-64_unix.S blake3_avx512_x86-64_unix.S
-# hashers/parallel_hash.cpp takes the place of BLAKE3's blake3_tbb.cpp: the same join, with a grain.
-BLAKE3_OBJS := $(addprefix $(BUILD)/blake3/,$(BLAKE3_C_SRCS:.c=.o) $(BLAKE3_S_SRCS:.S=.o) parallel_hash.o)
+# hashers/parallel_hash.cpp takes the place of BLAKE3's blake3_tbb.cpp: the same join, with a grain
+# (and its staging trials, hashers/staging_trial.cpp).
+JOIN_OBJS := parallel_hash.o staging_trial.o
+JOIN_DEPS := hashers/parallel_hash.h hashers/staging_trial.h
+CXXFLAGS_JOIN := -std=c++20 -O3 -g -Wall -Wextra -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB
+BLAKE3_OBJS := $(addprefix $(BUILD)/blake3/,$(BLAKE3_C_SRCS:.c=.o) $(BLAKE3_S_SRCS:.S=.o) $(JOIN_OBJS))
 
 $(BLAKE3_LIB): $(BLAKE3_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
-$(BLAKE3_JOIN_LIB): $(filter-out %/parallel_hash.o,$(BLAKE3_OBJS)) $(BUILD)/blake3/blake3_tbb.o $(BUILD)/blake3/hash_parallel_plain.o
+$(BLAKE3_JOIN_LIB): $(filter-out $(addprefix %/,$(JOIN_OBJS)),$(BLAKE3_OBJS)) $(BUILD)/blake3/blake3_tbb.o $(BUILD)/blake3/hash_parallel_plain.o
 	rm -f $@
 	$(AR) rcs $@ $^
 $(BUILD)/blake3/%.o: $(BLAKE3)/%.c | $(BLAKE3)/blake3.h
@@ -117,18 +121,18 @@ $(BUILD)/blake3/%.o: $(BLAKE3)/%.S | $(BLAKE3)/blake3.h
 	@mkdir -p $(@D)
 	$(CC) -c $< -o $@
 # Debian 12's TBB (2021.8) is older than BLAKE3's CMake check wants; the source itself builds fine.
-$(BUILD)/blake3/parallel_hash.o: hashers/parallel_hash.cpp hashers/parallel_hash.h | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+$(BUILD)/blake3/%.o: hashers/%.cpp $(JOIN_DEPS) | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
 	@mkdir -p $(@D)
-	$(CXX) -std=c++20 -O3 -g -Wall -Wextra -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB -I$(BLAKE3) -c $< -o $@
-$(BUILD)/blake3/hash_parallel_plain.o: hashers/parallel_hash.cpp hashers/parallel_hash.h | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+	$(CXX) $(CXXFLAGS_JOIN) -I$(BLAKE3) -c $< -o $@
+$(BUILD)/blake3/hash_parallel_plain.o: hashers/parallel_hash.cpp $(JOIN_DEPS) | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
 	@mkdir -p $(@D)
-	$(CXX) -std=c++20 -O3 -g -Wall -Wextra -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB -DRINGSUM_BLAKE3_JOIN -I$(BLAKE3) -c $< -o $@
+	$(CXX) $(CXXFLAGS_JOIN) -DRINGSUM_BLAKE3_JOIN -I$(BLAKE3) -c $< -o $@
 $(BUILD)/blake3/blake3_tbb.o: $(BLAKE3)/blake3_tbb.cpp | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
 	@mkdir -p $(@D)
 	$(CXX) -std=c++20 -O3 -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB -c $< -o $@
 
 define simd_blake3_rules
-$(LIB_$(1)): $(addprefix $(DIR_$(1))/blake3/,$(BLAKE3_C_SRCS:.c=.o) $(BLAKE3_S_SRCS:.S=.o) parallel_hash.o)
+$(LIB_$(1)): $(addprefix $(DIR_$(1))/blake3/,$(BLAKE3_C_SRCS:.c=.o) $(BLAKE3_S_SRCS:.S=.o) $(JOIN_OBJS))
 	rm -f $$@
 	$$(AR) rcs $$@ $$^
 $(DIR_$(1))/blake3/%.o: $(BLAKE3)/%.c | $(BLAKE3)/blake3.h
@@ -137,9 +141,9 @@ $(DIR_$(1))/blake3/%.o: $(BLAKE3)/%.c | $(BLAKE3)/blake3.h
 $(DIR_$(1))/blake3/%.o: $(BLAKE3)/%.S | $(BLAKE3)/blake3.h
 	@mkdir -p $$(@D)
 	$$(CC) -c $$< -o $$@
-$(DIR_$(1))/blake3/parallel_hash.o: hashers/parallel_hash.cpp hashers/parallel_hash.h | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+$(DIR_$(1))/blake3/%.o: hashers/%.cpp $(JOIN_DEPS) | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
 	@mkdir -p $$(@D)
-	$$(CXX) -std=c++20 -O3 -g -Wall -Wextra -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB $(NO_SIMD_$(1)) -I$(BLAKE3) -c $$< -o $$@
+	$$(CXX) $(CXXFLAGS_JOIN) $(NO_SIMD_$(1)) -I$(BLAKE3) -c $$< -o $$@
 endef
 $(foreach l,$(SIMD_LEVELS),$(eval $(call simd_blake3_rules,$(l))))
 

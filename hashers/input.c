@@ -44,30 +44,45 @@ static const char *const staging_names[] = {
 	[STAGE_PREFETCH] = "prefetch", [STAGE_MEASURED] = "measured",
 };
 
-/* The staging a cached file's tasks take: the one given, or the trial's winner once it has one (in *trial). */
-static enum staging staging_now(const struct ring *r, struct staging_trial *trial)
+/* A file hashed from its mapping takes part in the mapped files' trial; one read, in the ring blocks'. */
+static enum trial_of trial_of(const struct input *in)
 {
-	staging_trial_result(trial);
-	return r->cfg->staging == STAGE_MEASURED ? trial->winner : r->cfg->staging;
+	return in->from_memory ? TRIAL_MAPPED : TRIAL_RING;
 }
 
-/* --verbose, once: what the trial on the first cached file's tasks found, and what it cost. */
+static enum staging staging_given(const struct ring *r, const struct input *in)
+{
+	return in->from_memory ? r->cfg->staging : r->cfg->ring_staging;
+}
+
+/* The staging a file's tasks take: the one given, or its trial's winner once it has one (in *trial). */
+static enum staging staging_now(const struct ring *r, const struct input *in, struct staging_trial *trial)
+{
+	enum staging given = staging_given(r, in);
+
+	staging_trial_result(trial_of(in), trial);
+	return given == STAGE_MEASURED ? trial->winner : given;
+}
+
+/* --verbose, once a trial: what it found on the first tasks (a cached file's, or the ring's), and what it cost. */
 static void say_trial(struct ring *r, const struct input *in)
 {
 	struct staging_trial trial;
+	enum trial_of which = trial_of(in);
 
-	staging_trial_result(&trial);
-	if (!r->cfg->verbose || r->trial_said || !trial.decided)
+	staging_trial_result(which, &trial);
+	if (!r->cfg->verbose || r->trial_said[which] || !trial.decided)
 		return;
-	r->trial_said = true;
+	r->trial_said[which] = true;
 	/*
 	 * In place, kept unless prefetching wins clearly, can be kept with
 	 * prefetching the faster at the median: the trial's other tasks then ran
 	 * faster than the winner's rate, and it cost nothing.
 	 */
-	fprintf(stderr, "%s: %s: staging %s, measured here: prefetched / in place %.3f, the median of %u pairs "
+	fprintf(stderr, "%s: %s: staging %s, measured here%s: prefetched / in place %.3f, the median of %u pairs "
 		"of tasks, prefetched faster in %u; the trial's %llu tasks cost %.2f ms of CPU beyond the winner's "
-		"rate%s\n", r->cfg->prog, in->path, staging_names[trial.winner], trial.ratio, trial.pairs,
+		"rate%s\n", r->cfg->prog, in->path, staging_names[trial.winner],
+		which == TRIAL_RING ? " on the ring's blocks" : "", trial.ratio, trial.pairs,
 		trial.prefetch_wins, trial.tasks, trial.cost_ns > 0 ? trial.cost_ns / 1e6 : 0.0,
 		trial.cost_ns < 0 ? " (nothing: the other staging's tasks ran faster, not by enough to be taken)" : "");
 }
@@ -180,7 +195,7 @@ static const char *why_path(const struct ring *r, const struct input *in, bool r
 static void say_how(const struct ring *r, const struct input *in, const char *why)
 {
 	struct staging_trial trial;
-	enum staging how = staging_now(r, &trial);
+	enum staging how = staging_now(r, in, &trial);
 
 	if (in->from_memory)
 		fprintf(stderr, "%s: %s: hashing from the page cache (mmap, %u thread%s, staging %s)%s\n", r->cfg->prog,
@@ -203,16 +218,16 @@ static void report_effective(const struct ring *r, const struct input *in)
 	const char *path = in->from_memory ? "memory" : !r->have_uring ? "pread" : in->stream ? "stream" : "ring";
 
 	char depth[16] = "null";	/* the pread loop has none */
-	char staging[16] = "null";	/* nor does a file read rather than mapped */
-	char trial[160] = "null";	/* nor a staging given */
+	char staging[16];
+	char trial[160] = "null";	/* a staging given has none */
 	struct staging_trial found;
-	enum staging how = staging_now(r, &found);
+	enum staging how = staging_now(r, in, &found);
 
 	if (r->have_uring)
 		snprintf(depth, sizeof(depth), "%u", r->cfg->knobs.queue_depth);
-	if (in->from_memory)	/* "measured": still measuring when the file ended, its tasks alternated */
-		snprintf(staging, sizeof(staging), "\"%s\"", staging_names[how]);
-	if (in->from_memory && r->cfg->staging == STAGE_MEASURED && found.decided)
+	/* "measured": still measuring when the file ended, its tasks a half each */
+	snprintf(staging, sizeof(staging), "\"%s\"", staging_names[how]);
+	if (staging_given(r, in) == STAGE_MEASURED && found.decided)
 		snprintf(trial, sizeof(trial), "{\"pairs\": %u, \"prefetch_over_in_place\": %.4f, "
 			 "\"prefetch_faster_in\": %u, \"tasks\": %llu, \"cost_ns\": %.0f}", found.pairs, found.ratio,
 			 found.prefetch_wins, found.tasks, found.cost_ns);
@@ -407,9 +422,9 @@ void input_finish(struct ring *r, struct input *in)
 	if (!in->error && in->from_memory) {
 		in->error = hash_from_memory(r, in);
 		r->progress.memory_bytes += in->size;
-		if (r->cfg->staging == STAGE_MEASURED)
-			say_trial(r, in);
 	}
+	if (staging_given(r, in) == STAGE_MEASURED)
+		say_trial(r, in);
 	if (!in->error)
 		in->error = check_unchanged(in);
 	if (in->opened && r->effective)

@@ -83,10 +83,11 @@
 	FLAG(stage_copy, 0, MEMORY, "copy", 0, "from memory, hash each task from a per-thread copy, not in place") \
 	FLAG(read_once, 0, MEMORY, "readonce", 0, "from memory, read each task once, a load per cache line, then hash it\n" \
 	     "(forced: no trial)") \
-	FLAG(in_place, 0, MEMORY, "inplace", 0, "from memory, hash each task as it is, with no read first\n" \
-	     "(forced: no trial of prefetching against it)") \
-	FLAG(prefetch, 0, MEMORY, "prefetch", 0, "from memory, hash each task as it is, prefetching ahead\n" \
-	     "(each SIMD batch the next's chunk heads; forced: no trial of in place against it)")
+	FLAG(in_place, 0, MEMORY, "inplace", 0, "hash each task as it is, with no read first: a cached file's\n" \
+	     "from memory, and the ring's blocks (forced: no trial of prefetching)") \
+	FLAG(prefetch, 0, MEMORY, "prefetch", 0, "hash each task as it is, prefetching ahead: a cached file's\n" \
+	     "from memory, and the ring's blocks; each SIMD batch prefetches the\n" \
+	     "next one's chunk heads (forced: no trial of in place)")
 
 typedef size_t knob_SIZE_t;
 typedef unsigned knob_COUNT_t;

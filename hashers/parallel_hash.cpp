@@ -36,7 +36,10 @@
  * only CPU prefetching has met so far, so it is no rule: unless a staging is
  * given (an option, or a record of wisdom), in place and prefetched are
  * measured on the first tasks hashed (STAGE_MEASURED, the trial below).
- * Reading once and copying are knobs only.
+ * Reading once and copying are knobs only. The ring's blocks are hashed in
+ * place or prefetched too, with a trial of their own (hash_ring): on the
+ * Zen 5's RAM device prefetching took 0.88-0.95 of in place's time
+ * (docs/cold-path/prefetch-ring-zen5-run).
  *
  * Releasing (the same): a mapped file's pages stay in the process's RSS until
  * unmapped, so a file hashed from its mapping peaked at its own size. Each
@@ -73,6 +76,7 @@
 
 #include "blake3_impl.h"
 #include "parallel_hash.h"
+#include "staging_trial.h"
 
 static_assert(TBB_USE_EXCEPTIONS == 0, "build with C++ exceptions disabled");
 
@@ -112,81 +116,7 @@ uint8_t *stage_buffer(size_t len) {
   return stage;
 }
 
-// --- the staging trial (STAGE_MEASURED) ---
-//
-// The first tasks of mapped files are each a pair: one half hashed in place,
-// the other prefetched, each timed, the order turned round every other task
-// (in place first, then prefetched first) so that a drift in speed favours
-// neither. Each pair gives prefetched time per byte over in place's. Once
-// TRIAL_PAIRS pairs are in, from every thread, they decide for the rest of the
-// process: prefetched if it was faster in at least TRIAL_WINS of them (a sign
-// test, one-sided at 2.5%) and by at least TRIAL_MARGIN at their median; in
-// place otherwise. A pair is two halves of one task, not two tasks in turn:
-// on the Zen 5 a cached file's 1 MiB tasks took 112-135 us or 220-250 us by
-// where in the file they lay (the same for both candidates: the page cache's
-// folios there, not the hashing), so a pair of neighbouring tasks often
-// straddled the two and was noise; the trial of whole tasks found prefetching
-// faster in only 19-24 of 32 pairs at a median of 0.86-0.90, and kept in place
-// in 12 of 20 executions (by hand: prefetch-zen5-run's README). The pairs
-// were noisy before too: when the trial was of reading once, on a cached
-// 1 GiB file on the Zen 3 (add026ac3c38, docs/wisdom/staging-trial, 82
-// executions), their median ran 0.96-1.16. The tasks are the file's own, at
-// its grain: nothing is hashed twice and no join waits at a chunk's end, so
-// the trial costs what the losing candidate's halves took beyond the winner's
-// rate, and three clock reads per task.
-constexpr unsigned TRIAL_PAIRS = 32;
-constexpr unsigned TRIAL_WINS = 22;
-constexpr double TRIAL_MARGIN = 0.99;
-
-struct trial_state {
-  std::atomic<int> winner{-1};  // a staging once decided
-  std::atomic<unsigned> claimed{0}, filled{0};
-  double ratios[TRIAL_PAIRS];
-  double median = 0;  // these two written before winner is stored
-  unsigned prefetch_wins = 0;
-  std::atomic<uint64_t> ns[2]{}, bytes[2]{};  // the trial's tasks: [0] in place, [1] prefetched
-  std::atomic<uint64_t> tasks{0};
-};
-trial_state trial;
-thread_local unsigned trial_done;  // this thread's trial tasks so far
-
 std::atomic<void (*)(staging, size_t)> task_hook{nullptr};
-
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-
-// The last pair's thread: every ratio is visible through filled's release sequence.
-void trial_decide() {
-  double sorted[TRIAL_PAIRS];
-  std::copy(trial.ratios, trial.ratios + TRIAL_PAIRS, sorted);
-  std::sort(sorted, sorted + TRIAL_PAIRS);
-  trial.median = (sorted[(TRIAL_PAIRS - 1) / 2] + sorted[TRIAL_PAIRS / 2]) / 2;
-  trial.prefetch_wins = static_cast<unsigned>(std::lower_bound(sorted, sorted + TRIAL_PAIRS, 1.0) - sorted);
-  bool prefetch = trial.prefetch_wins >= TRIAL_WINS && trial.median < TRIAL_MARGIN;
-  trial.winner.store(prefetch ? STAGE_PREFETCH : STAGE_IN_PLACE, std::memory_order_release);
-}
-
-// A trial task's pair: [0] its half hashed in place, [1] its half prefetched.
-void trial_record(const uint64_t ns[2], const size_t len[2]) {
-  double per_byte[2];
-  for (int prefetched = 0; prefetched < 2; prefetched++) {
-    trial.ns[prefetched].fetch_add(ns[prefetched], std::memory_order_relaxed);
-    trial.bytes[prefetched].fetch_add(len[prefetched], std::memory_order_relaxed);
-    per_byte[prefetched] = static_cast<double>(std::max<uint64_t>(ns[prefetched], 1)) /
-                           static_cast<double>(len[prefetched]);
-  }
-  trial.tasks.fetch_add(1, std::memory_order_relaxed);
-  unsigned slot = trial.claimed.fetch_add(1, std::memory_order_relaxed);
-  if (slot >= TRIAL_PAIRS)
-    return;
-  trial.ratios[slot] = per_byte[1] / per_byte[0];
-  if (trial.filled.fetch_add(1, std::memory_order_acq_rel) + 1 == TRIAL_PAIRS)
-    trial_decide();
-}
 
 // --- prefetching (STAGE_PREFETCH) ---
 constexpr size_t PREFETCH_LINES = 2;	// per chunk: 1 and 3 were slower on the Zen 5 (the file's head)
@@ -214,18 +144,22 @@ void map_pages(const uint8_t *input, size_t len) {
   madvise(reinterpret_cast<void *>(page), reinterpret_cast<uintptr_t>(input) + len - page, MADV_POPULATE_READ);
 }
 
-// A half of a task, staged in place or prefetched (mapped: its pages are, by
-// the caller): its leaves, hashed below, each prefetch the next (the join's
-// serial branch) once the first is.
+// A half of a task, staged in place or prefetched (mapped: a mapped file's,
+// its pages mapped first unless the caller did; a ring block's are the ring's
+// own): its leaves, hashed below, each prefetch the next (the join's serial
+// branch) once the first is.
 size_t hash_half(const uint8_t *input, size_t len, const uint32_t key[8], uint64_t chunk_counter, uint8_t flags,
-                 uint8_t *cvs, staging how, bool mapped) {
-  if (auto hook = task_hook.load(std::memory_order_relaxed))
+                 uint8_t *cvs, staging how, bool mapped, bool map) {
+  auto hook = task_hook.load(std::memory_order_relaxed);
+  if (hook && mapped)
     hook(how, len);
   prefetching = how == STAGE_PREFETCH;
   if (prefetching) {
-    if (!mapped)
+    if (map)
       map_pages(input, len);
     prefetch_chunk_heads(input, std::min(len, leaf_len()));
+    if (len <= leaf_len())  // a half of one leaf has no leaves below to prefetch the next: it does
+      prefetch_chunk_heads(input + len, leaf_len());
   }
   return blake3_compress_subtree_wide(input, len, key, chunk_counter, flags, cvs, false);
 }
@@ -283,27 +217,31 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
     size_t stage_len = stage_bytes.load(std::memory_order_relaxed);
     size_t task_len = l_input_len + r_input_len;  // the halves are adjacent: one subtree
     staging how = stage_how.load(std::memory_order_relaxed);
-    // A task of a mapped file (a ring block has no stage).
-    if (use_tbb && task_len <= stage_len) {
+    // A task of a mapped file, or of a ring block (it has no stage).
+    bool mapped = use_tbb && task_len <= stage_len, ring = use_tbb && !stage_len;
+    if (mapped || ring) {
       const uint8_t *input = l_input;
-      int winner = how == STAGE_MEASURED ? trial.winner.load(std::memory_order_acquire) : how;
+      // a ring block's staging is never measured here: hash_ring() gives each block's half its own
+      int winner = how == STAGE_MEASURED ? trial_winner(TRIAL_MAPPED) : how;
       if (winner < 0) {  // a trial task: a half each, the order turned round every other task
-        bool prefetch_first = trial_done++ % 2;
+        bool prefetch_first = trial_prefetch_first();
         staging first = prefetch_first ? STAGE_PREFETCH : STAGE_IN_PLACE;
         staging second = prefetch_first ? STAGE_IN_PLACE : STAGE_PREFETCH;
-        uint64_t ns[2], start = now_ns();
+        uint64_t ns[2], start = trial_clock_ns();
         size_t len[2];
-        *l_n = hash_half(l_input, l_input_len, key, l_chunk_counter, flags, l_cvs, first, false);
-        uint64_t middle = now_ns();
-        *r_n = hash_half(r_input, r_input_len, key, r_chunk_counter, flags, r_cvs, second, false);
+        *l_n = hash_half(l_input, l_input_len, key, l_chunk_counter, flags, l_cvs, first, true, true);
+        uint64_t middle = trial_clock_ns();
+        *r_n = hash_half(r_input, r_input_len, key, r_chunk_counter, flags, r_cvs, second, true, true);
         ns[prefetch_first] = middle - start, len[prefetch_first] = l_input_len;
-        ns[!prefetch_first] = now_ns() - middle, len[!prefetch_first] = r_input_len;
-        trial_record(ns, len);
+        ns[!prefetch_first] = trial_clock_ns() - middle, len[!prefetch_first] = r_input_len;
+        trial_record(TRIAL_MAPPED, ns, len);
       } else if (winner == STAGE_IN_PLACE || winner == STAGE_PREFETCH) {
-        if (winner == STAGE_PREFETCH)  // the whole task in one call
+        if (mapped && winner == STAGE_PREFETCH)  // the whole task in one call
           map_pages(l_input, task_len);
-        *l_n = hash_half(l_input, l_input_len, key, l_chunk_counter, flags, l_cvs, static_cast<staging>(winner), true);
-        *r_n = hash_half(r_input, r_input_len, key, r_chunk_counter, flags, r_cvs, static_cast<staging>(winner), true);
+        *l_n = hash_half(l_input, l_input_len, key, l_chunk_counter, flags, l_cvs, static_cast<staging>(winner),
+                         mapped, false);
+        *r_n = hash_half(r_input, r_input_len, key, r_chunk_counter, flags, r_cvs, static_cast<staging>(winner),
+                         mapped, false);
       } else {
         uint8_t *stage = nullptr;
         if (auto hook = task_hook.load(std::memory_order_relaxed))
@@ -349,33 +287,59 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
   release_hashed(l_input, l_input_len + r_input_len, false);
 }
 
-extern "C" void staging_trial_result(struct staging_trial *out) noexcept {
-  int winner = trial.winner.load(std::memory_order_acquire);
-  *out = {};
-  out->tasks = trial.tasks.load(std::memory_order_relaxed);
-  out->pairs = std::min(trial.filled.load(std::memory_order_acquire), TRIAL_PAIRS);
-  out->winner = STAGE_MEASURED;
-  if (winner < 0)
-    return;
-  // The loser's bytes at the winner's rate, times how much slower the median pair had the loser.
-  bool prefetch_won = winner == STAGE_PREFETCH;
-  double won_ns = static_cast<double>(trial.ns[prefetch_won].load());
-  double won_bytes = static_cast<double>(trial.bytes[prefetch_won].load());
-  double lost_over_won = prefetch_won ? 1 / trial.median : trial.median;
-  out->decided = true;
-  out->winner = static_cast<staging>(winner);
-  out->ratio = trial.median;
-  out->prefetch_wins = trial.prefetch_wins;
-  out->cost_ns = static_cast<double>(trial.bytes[!prefetch_won].load()) * (won_bytes ? won_ns / won_bytes : 0) *
-                 (lost_over_won - 1);
-}
-
 extern "C" void staging_set_task_hook(void (*hook)(enum staging, size_t)) noexcept {
   task_hook.store(hook, std::memory_order_relaxed);
 }
 
+// Whole small files, side by side: too small to measure on, so they take the
+// ring blocks' trial's winner once it has one, and are hashed in place until then.
+bool prefetches(staging how) {
+  return how == STAGE_PREFETCH ||
+         (how == STAGE_MEASURED && trial_winner(TRIAL_RING) == STAGE_PREFETCH);
+}
+
+// A ring block, or a piece of one, on every core (its tasks staged by the
+// grain's how) or on this thread.
+void ring_update(blake3_hasher *hasher, const uint8_t *data, size_t len, staging how, bool parallel) {
+  if (auto hook = task_hook.load(std::memory_order_relaxed))
+    hook(how, len);
+  if (parallel) {
+    set_grain(len, TASKS, MAX_GRAIN, 0, how);
+    blake3_hasher_update_tbb(hasher, data, len);
+  } else {
+    prefetching = how == STAGE_PREFETCH;
+    blake3_hasher_update(hasher, data, len);
+    prefetching = false;
+  }
+}
+
+// The ring's trial: while it runs, each block (or piece) is a pair, its first
+// half hashed with one candidate and its second with the other, the order
+// turned round every other pair, as a mapped file's tasks are. A block's
+// tasks are too small for that (32 KiB: one leaf a half, with nothing ahead
+// to prefetch), and its halves have just been read alike, so the pair is the
+// block's. A piece too small to halve is hashed in place.
+constexpr size_t MIN_RING_PAIR = 128 * 1024;
+
+void hash_ring(blake3_hasher *hasher, const uint8_t *data, size_t len, staging how, bool parallel) {
+  int winner = how == STAGE_MEASURED ? trial_winner(TRIAL_RING) : how;
+  if (winner >= 0 || len < MIN_RING_PAIR) {
+    ring_update(hasher, data, len, winner >= 0 ? static_cast<staging>(winner) : STAGE_IN_PLACE, parallel);
+    return;
+  }
+  bool prefetch_first = trial_prefetch_first();
+  size_t len_of[2], first = len / 2 / BLAKE3_CHUNK_LEN * BLAKE3_CHUNK_LEN;  // whole chunks: any split hashes alike
+  uint64_t ns[2], start = trial_clock_ns();
+  ring_update(hasher, data, first, prefetch_first ? STAGE_PREFETCH : STAGE_IN_PLACE, parallel);
+  uint64_t middle = trial_clock_ns();
+  ring_update(hasher, data + first, len - first, prefetch_first ? STAGE_IN_PLACE : STAGE_PREFETCH, parallel);
+  ns[prefetch_first] = middle - start, len_of[prefetch_first] = first;
+  ns[!prefetch_first] = trial_clock_ns() - middle, len_of[!prefetch_first] = len - first;
+  trial_record(TRIAL_RING, ns, len_of);
+}
+
 #else
-extern "C" void staging_trial_result(struct staging_trial *out) noexcept {
+extern "C" void staging_trial_result(enum trial_of, struct staging_trial *out) noexcept {
   *out = {};
   out->winner = STAGE_IN_PLACE;  // BLAKE3's join hashes every task in place: no trial
 }
@@ -385,15 +349,26 @@ namespace {
 constexpr size_t TASKS = 0, MAX_GRAIN = 0, MAPPED_TASKS = 0, MIN_RELEASE = 0;
 void set_grain(size_t, size_t, size_t, size_t, enum staging) {}  // BLAKE3's join has neither grain nor stage
 void set_mapping(const void *, size_t, size_t) {}  // nor releases
+bool prefetches(staging) { return false; }  // nor prefetches
+thread_local bool prefetching;  // which nothing reads
+void hash_ring(blake3_hasher *hasher, const uint8_t *data, size_t len, staging, bool parallel) {
+  if (parallel)
+    blake3_hasher_update_tbb(hasher, data, len);
+  else
+    blake3_hasher_update(hasher, data, len);
+}
 }  // namespace
 #endif  // RINGSUM_BLAKE3_JOIN
 
-// blake3_hasher_update_tbb() with the grain for this length: data already
-// in cache (a ring block, just read).
+// blake3_hasher_update_tbb() with the grain for this length: a ring block,
+// just read, each task staged as how says (in place, prefetched, or measured).
 extern "C" void hash_parallel(blake3_hasher *hasher, const void *data,
-                              size_t len) noexcept {
-  set_grain(len, TASKS, MAX_GRAIN, 0, STAGE_IN_PLACE);
-  blake3_hasher_update_tbb(hasher, data, len);
+                              size_t len, enum staging how) noexcept {
+  hash_ring(hasher, static_cast<const uint8_t *>(data), len, how, true);
+}
+
+extern "C" void hash_serial(blake3_hasher *hasher, const void *data, size_t len, enum staging how) noexcept {
+  hash_ring(hasher, static_cast<const uint8_t *>(data), len, how, false);
 }
 
 // The same for a mapping of the page cache: each serial subtree, of at most
@@ -411,9 +386,12 @@ extern "C" void hash_mapped(blake3_hasher *hasher, const void *data,
 }
 
 // Each job on a task of its own: whole small files, each too small to split.
-extern "C" void hash_jobs_parallel(const struct hash_job *jobs, size_t n) noexcept {
-  oneapi::tbb::parallel_for(size_t{0}, n, [jobs](size_t i) {
+extern "C" void hash_jobs_parallel(const struct hash_job *jobs, size_t n, enum staging how) noexcept {
+  bool prefetch = prefetches(how);
+  oneapi::tbb::parallel_for(size_t{0}, n, [jobs, prefetch](size_t i) {
+    prefetching = prefetch;
     blake3_hasher_update(jobs[i].hasher, jobs[i].data, jobs[i].len);
+    prefetching = false;
   });
 }
 

@@ -15,9 +15,7 @@ extern "C" {
 #define PARALLEL_HASH_NOEXCEPT
 #endif
 
-/* blake3_hasher_update_tbb() forking no finer than pays on this length. */
-void hash_parallel(blake3_hasher *hasher, const void *data, size_t len) PARALLEL_HASH_NOEXCEPT;
-/* How each task of a mapped file meets the cache before it is hashed. */
+/* How each task of a mapped file, or of a ring block, meets the cache before it is hashed. */
 enum staging {
 	STAGE_IN_PLACE,		/* hashed as it is */
 	STAGE_READ_ONCE,	/* read once, a load per cache line, then hashed in place */
@@ -25,7 +23,14 @@ enum staging {
 	STAGE_PREFETCH,		/* hashed as it is, each SIMD batch's chunk heads prefetched a batch ahead */
 	STAGE_MEASURED,		/* in place and prefetched alternated over the first tasks, the faster kept */
 };
-/* What the staging trial (STAGE_MEASURED) found so far, for --verbose and --effective. */
+/* blake3_hasher_update_tbb() forking no finer than pays on this length: a ring block, its tasks staged
+ * in place or prefetched, or measured (STAGE_MEASURED: the ring blocks' trial). */
+void hash_parallel(blake3_hasher *hasher, const void *data, size_t len, enum staging how) PARALLEL_HASH_NOEXCEPT;
+/* blake3_hasher_update() on this thread, prefetched if how says so or the ring blocks' trial found it faster. */
+void hash_serial(blake3_hasher *hasher, const void *data, size_t len, enum staging how) PARALLEL_HASH_NOEXCEPT;
+/* Which data a staging trial measures: a cached file's mapping, or the ring's blocks (each its own trial). */
+enum trial_of { TRIAL_MAPPED, TRIAL_RING };
+/* What a staging trial (STAGE_MEASURED) found so far, for --verbose and --effective. */
 struct staging_trial {
 	bool decided;
 	enum staging winner;	/* once decided: STAGE_IN_PLACE or STAGE_PREFETCH */
@@ -35,8 +40,9 @@ struct staging_trial {
 	double cost_ns;		/* CPU time the trial's tasks took beyond the winner's rate, over every thread */
 	unsigned long long tasks;	/* tasks hashed while measuring */
 };
-void staging_trial_result(struct staging_trial *out) PARALLEL_HASH_NOEXCEPT;
-/* Test builds (faults.c): called before each task of a mapped file is hashed, with its staging. */
+void staging_trial_result(enum trial_of which, struct staging_trial *out) PARALLEL_HASH_NOEXCEPT;
+/* Test builds (faults.c): called before each task of a mapped file or a ring block is hashed (or each
+ * half, in place or prefetched), with its staging. */
 void staging_set_task_hook(void (*hook)(enum staging how, size_t len)) PARALLEL_HASH_NOEXCEPT;
 /* The same for a mapping of the page cache, in tasks of at most stage bytes, each staged as said. */
 void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, enum staging how,
@@ -47,8 +53,9 @@ struct hash_job {
 	const void *data;
 	size_t len;
 };
-/* Several inputs hashed side by side, a task each, on every core: each its own hasher, so any order. */
-void hash_jobs_parallel(const struct hash_job *jobs, size_t n) PARALLEL_HASH_NOEXCEPT;
+/* Several inputs hashed side by side, a task each, on every core: each its own hasher, so any order;
+ * prefetched as hash_serial() would. */
+void hash_jobs_parallel(const struct hash_job *jobs, size_t n, enum staging how) PARALLEL_HASH_NOEXCEPT;
 /* --num-threads: no more hashing threads than this. */
 void hash_limit_threads(size_t threads) PARALLEL_HASH_NOEXCEPT;
 /* How many threads a parallel hash can run on: the cores this process may use, under --num-threads. */

@@ -42,6 +42,7 @@ struct ring_config {
 	unsigned nr_cells;
 	enum hashing hashing;
 	enum staging staging;		/* how a cached file's tasks meet the cache (parallel_hash.h) */
+	enum staging ring_staging;	/* how the ring's blocks do: in place, prefetched or measured */
 	unsigned hash_threads;		/* the most a block can be hashed on: the usable cores, --num-threads */
 	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */
 	unsigned sqe_flags;
@@ -56,7 +57,7 @@ struct ring {
 	const struct ring_config *cfg;
 	struct cell *cells;
 	bool huge_pages_advised;	/* ring_use_huge_pages() has run (the producer's) */
-	bool trial_said;		/* --verbose told the staging trial's outcome (the consumer's) */
+	bool trial_said[2];		/* --verbose told a staging trial's outcome ([enum trial_of]; the consumer's) */
 	unsigned char *memory;		/* one allocation for every cell's buffer */
 	struct io_uring uring;
 	bool have_uring;
@@ -134,9 +135,9 @@ static inline enum cell_state cell_state(struct cell *c)
 static inline void hash_update(const struct ring *r, blake3_hasher *hasher, const void *data, size_t len)
 {
 	if (r->cfg->hashing == HASH_PARALLEL)
-		hash_parallel(hasher, data, len);
+		hash_parallel(hasher, data, len, r->cfg->ring_staging);
 	else
-		blake3_hasher_update(hasher, data, len);
+		hash_serial(hasher, data, len, r->cfg->ring_staging);
 }
 
 static inline struct input *input_at(const struct ring *r, unsigned index)

@@ -35,11 +35,11 @@ static void hash_block(struct ring *r, struct cell *c)
 		left = c->want - done;
 		piece = parallel || !adapts || left < SERIAL_PIECE ? left : SERIAL_PIECE;
 		if (parallel) {
-			hash_parallel(&c->input->hasher, c->buf + done, piece);
+			hash_parallel(&c->input->hasher, c->buf + done, piece, r->cfg->ring_staging);
 			c->input->parallel_bytes += piece;
 			r->parallel_bytes += piece;
 		} else {
-			blake3_hasher_update(&c->input->hasher, c->buf + done, piece);
+			hash_serial(&c->input->hasher, c->buf + done, piece, r->cfg->ring_staging);
 		}
 		done += piece;
 	}
@@ -84,7 +84,7 @@ static unsigned hash_side_by_side(struct ring *r)
 		return 0;
 	for (unsigned i = 0; i < files; i++)
 		fault_lag_hash();
-	hash_jobs_parallel(r->hash_jobs, files);
+	hash_jobs_parallel(r->hash_jobs, files, r->cfg->ring_staging);
 	for (unsigned i = 0; i < run; i++) {
 		struct cell *c = cell_of(r, r->consumer_head + i);
 

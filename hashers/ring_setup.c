@@ -54,6 +54,8 @@ static int register_buffers(struct ring *r)
  * A cached file's staging: forced by its knob, else in place and prefetched
  * measured on the first tasks hashed (parallel_hash.cpp, which says what
  * rests on what): whether prefetching pays is the CPU's, so the CPU is asked.
+ * The ring's blocks have a trial of their own (their data is not the page
+ * cache's), and only uring_b3sum's: the article's variants hash in place.
  */
 static enum staging staging_of(const struct knobs *k)
 {
@@ -83,6 +85,8 @@ static void configure(struct ring_config *cfg, const struct options *opts, const
 		       v->hashes_when_behind && !cfg->knobs.serial_hash && cfg->hash_threads > 1 && cfg->nr_cells > 1 ?
 		       HASH_WHEN_BEHIND : HASH_SERIAL;
 	cfg->staging = staging_of(&cfg->knobs);
+	cfg->ring_staging = !v->chooses_path ? STAGE_IN_PLACE :
+			    cfg->staging == STAGE_PREFETCH || cfg->staging == STAGE_MEASURED ? cfg->staging : STAGE_IN_PLACE;
 	cfg->path_choice = v->chooses_path && !opts->no_mmap ? opts->path_choice : PATH_RING;
 	cfg->verbose = opts->verbose;
 	cfg->quiet = opts->quiet;

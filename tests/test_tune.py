@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import random
 import subprocess
 import sys
@@ -98,6 +99,24 @@ def test_each_stage_is_a_run_directory(tuned):
     for r in runs:
         assert (r / "runs.csv").is_file() and (r / "meta.json").is_file()
         assert (r.parent.parent / f"{r.parent.name}.toml").is_file()
+
+
+def test_an_execution_with_no_exit_code_counts_as_failed(tuned, tmp_path):
+    """A stage whose runs.csv lost an execution's exit code and time (killed under it) is read, that
+    command counted as failed, not a crash on pandas' missing value."""
+    import csv
+    from harness.tune import space
+    stage = tmp_path / "stage"
+    shutil.copytree(stage_dirs(tuned["dir"])[0], stage)
+    with open(stage / "runs.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    victim = next(r for r in rows if r["tool"] == "hasher")
+    victim["exit_code"] = victim["wall_s"] = ""
+    with open(stage / "runs.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert victim["label"] in space.read_stage(stage).failed
 
 
 def test_winner_is_the_fastest_finalist_or_the_tie_break_pick(tuned):

@@ -160,7 +160,7 @@ def test_a_cached_files_staging_is_measured_unless_a_knob_says_otherwise(tmp_pat
     of each task with each, and prefetching kept only if it was faster in 22 of the 32 pairs and 1% at
     their median (--effective names the winner and the trial, --verbose says so), on every SIMD level;
     --read-once, --in-place, --prefetch and --stage-copy force theirs, with no trial; a file read
-    through the ring has no staging."""
+    through the ring has the ring blocks' trial (test_the_ring_blocks_have_a_trial_of_their_own)."""
     path = data_file(8 * MiB + 3)
     report = tmp_path / "effective.jsonl"
     full = [program(URING_B3SUM), "--path", "memory"]
@@ -184,7 +184,7 @@ def test_a_cached_files_staging_is_measured_unless_a_knob_says_otherwise(tmp_pat
     avx2_build = REPO / "build" / "simd-avx2" / "bin" / URING_B3SUM
     if avx2_build.exists():   # make test builds it
         assert _staging([avx2_build, "--path", "memory", path], report)[0] in ("in-place", "prefetch")
-    assert _staging([program(URING_B3SUM), "--path", "ring", path], report)[0] is None
+    assert _staging([program(URING_B3SUM), "--path", "ring", path], report)[0] in ("in-place", "prefetch", "measured")
     both = run([program(URING_B3SUM), "--prefetch", "--in-place", path])
     assert both.returncode == 2 and b"--stage-copy, --read-once, --in-place and --prefetch contradict each other" \
         in both.stderr
@@ -218,6 +218,36 @@ def test_the_staging_trial_keeps_the_faster(tmp_path, slowed, winner):
     assert decided["cost_ns"] > 0 and decided["tasks"] >= 32, decided
     assert lines[-1]["staging_trial"]["tasks"] == decided["tasks"], "the later file's tasks were measured"
     assert said.count(b"measured here") == 1, said
+
+
+@pytest.mark.parametrize("slowed, winner", [("inplacelag", "prefetch"), ("prefetchlag", "in-place")])
+@pytest.mark.parametrize("hashing", ["--parallel-hash", "--serial-hash"])
+def test_the_ring_blocks_have_a_trial_of_their_own(tmp_path, slowed, winner, hashing):
+    """A file read through the ring: each block a pair while the ring's trial runs (its first half
+    with one candidate, its second with the other, each timed; the test build waits 2 ms before
+    either half with one staging), on every core or on one. 32 blocks of 256K decide; the next file
+    takes the winner and is not measured. A mapped file's trial is another: it is never started
+    here. The article's variants hash in place, with no trial. Every hash is b3sum's."""
+    if not FAULTS_BUILD.exists():
+        pytest.skip(f"{FAULTS_BUILD} missing: make build/faults/bin/{URING_B3SUM}")
+    first, second = data_file(8 * MiB + 5), data_file(3 * MiB + 1)
+    report = tmp_path / "effective.jsonl"
+    env = {**os.environ, "RINGSUM_FAULTS": f"{slowed}:2000", "URING_B3SUM_WISDOM": "/dev/null"}
+    argv = [FAULTS_BUILD, "--path", "ring", "--block-size", "256K", hashing]
+    result = run([*argv, first, second], env=env)
+    assert result.returncode == 0 and result.stdout == b3sum_lines([first, second]), result.stderr
+    lines, said = _effective([*argv, first, second], report, env=env)
+    assert [line["staging"] for line in lines] == [winner, winner], lines
+    decided = lines[0]["staging_trial"]
+    assert decided["pairs"] == 32 and decided["tasks"] == 32, decided
+    ratio, wins = decided["prefetch_over_in_place"], decided["prefetch_faster_in"]
+    assert (ratio < 0.5 and wins >= 22) if winner == "prefetch" else (ratio > 2 and wins < 22), decided
+    assert lines[1]["staging_trial"]["tasks"] == 32, "the later file's blocks were measured"
+    assert said.count(b"measured here on the ring's blocks") == 1 and said.count(b"measured here") == 1, said
+    article = run([program("liburing_b3sum_multithread"), "--effective", report, first], env=env)
+    assert article.returncode == 0 and article.stdout == b3sum_lines([first]), article.stderr
+    (line,) = [json.loads(text) for text in report.read_text().splitlines()]
+    assert (line["staging"], line["staging_trial"]) == ("in-place", None), line
 
 
 def test_ring_defaults_are_tuned_for_uring_b3sum_and_the_articles_for_the_others(tmp_path):

@@ -74,7 +74,7 @@ class RunRecord:
     effective_huge_pages: bool | None = None
     effective_hashing: str = ""  # a ring block on one core (serial), every core (parallel), or when-behind
     effective_hash_threads: int | None = None  # the most threads a block could be hashed on
-    effective_staging: str = ""  # a cached file's tasks: read-once, in-place or copy (memory path only)
+    effective_staging: str = ""  # a file's tasks: in-place, prefetch, read-once or copy; measured: undecided
     effective_parallel_share: float | None = None  # of the bytes hashed from the ring, the share on every core
     fio_iops: float | None = None  # fio's own read IOPS
     fio_depth: str = ""  # fio's in-flight distribution, "1:0.1 2:0.2 4:99.7" (percent of its time at each depth)

@@ -14,6 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import pandas as pd
 import tomli_w
 
 from harness import stats
@@ -296,7 +297,8 @@ def read_stage(run_dir: Path) -> StageResult:
     failed: list[str] = []
     mismatched: list[str] = []
     for r in df.itertuples():
-        good = r.exit_code == 0 and r.hash_ok is not False and r.wall_s is not None
+        # an execution with no exit code or time (killed, or its binary replaced under it) failed
+        good = pd.notna(r.exit_code) and r.exit_code == 0 and r.hash_ok is not False and pd.notna(r.wall_s)
         walls.setdefault(r.label, [])
         if good:
             walls[r.label].append(float(r.wall_s))
