@@ -229,8 +229,8 @@ static void report_effective(const struct ring *r, const struct input *in)
 	snprintf(staging, sizeof(staging), "\"%s\"", staging_names[how]);
 	if (staging_given(r, in) == STAGE_MEASURED && found.decided)
 		snprintf(trial, sizeof(trial), "{\"pairs\": %u, \"prefetch_over_in_place\": %.4f, "
-			 "\"prefetch_faster_in\": %u, \"tasks\": %llu, \"cost_ns\": %.0f}", found.pairs, found.ratio,
-			 found.prefetch_wins, found.tasks, found.cost_ns);
+			 "\"prefetch_faster_in\": %u, \"tasks\": %llu, \"cost_ns\": %.0f, \"trials\": %u}", found.pairs,
+			 found.ratio, found.prefetch_wins, found.tasks, found.cost_ns, found.trials);
 	fprintf(r->effective, "{\"index\": %u, \"path\": \"%s\", \"block_size\": %zu, \"queue_depth\": %s, "
 		"\"buffers\": %u, \"direct\": %s, \"huge_pages\": %s, \"hashing\": \"%s\", \"hash_threads\": %u, "
 		"\"staging\": %s, \"staging_trial\": %s, \"ring_bytes\": %llu, \"parallel_bytes\": %llu}\n",

@@ -222,7 +222,7 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
     if (mapped || ring) {
       const uint8_t *input = l_input;
       // a ring block's staging is never measured here: hash_ring() gives each block's half its own
-      int winner = how == STAGE_MEASURED ? trial_winner(TRIAL_MAPPED) : how;
+      int winner = how == STAGE_MEASURED ? trial_task_winner(TRIAL_MAPPED) : how;
       if (winner < 0) {  // a trial task: a half each, the order turned round every other task
         bool prefetch_first = trial_prefetch_first();
         staging first = prefetch_first ? STAGE_PREFETCH : STAGE_IN_PLACE;
@@ -322,7 +322,7 @@ void ring_update(blake3_hasher *hasher, const uint8_t *data, size_t len, staging
 constexpr size_t MIN_RING_PAIR = 128 * 1024;
 
 void hash_ring(blake3_hasher *hasher, const uint8_t *data, size_t len, staging how, bool parallel) {
-  int winner = how == STAGE_MEASURED ? trial_winner(TRIAL_RING) : how;
+  int winner = how == STAGE_MEASURED ? trial_task_winner(TRIAL_RING) : how;
   if (winner >= 0 || len < MIN_RING_PAIR) {
     ring_update(hasher, data, len, winner >= 0 ? static_cast<staging>(winner) : STAGE_IN_PLACE, parallel);
     return;

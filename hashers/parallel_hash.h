@@ -39,6 +39,7 @@ struct staging_trial {
 	unsigned prefetch_wins;	/* pairs in which prefetching was the faster */
 	double cost_ns;		/* CPU time the trial's tasks took beyond the winner's rate, over every thread */
 	unsigned long long tasks;	/* tasks hashed while measuring */
+	unsigned trials;		/* trials decided: the first, and each one again since (RETRIAL_TASKS) */
 };
 void staging_trial_result(enum trial_of which, struct staging_trial *out) PARALLEL_HASH_NOEXCEPT;
 /* Test builds (faults.c): called before each task of a mapped file or a ring block is hashed (or each

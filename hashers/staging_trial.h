@@ -10,6 +10,8 @@
 
 /* The trial's winner: STAGE_IN_PLACE or STAGE_PREFETCH; -1 while it measures. */
 int trial_winner(enum trial_of which) noexcept;
+/* The same for a task about to be hashed, counted: enough tasks after a decision start the trial again. */
+int trial_task_winner(enum trial_of which) noexcept;
 /* This thread's next pair's order: its prefetched half first every other pair. */
 bool trial_prefetch_first() noexcept;
 /* A pair measured: [0] its half hashed in place, [1] its half prefetched (nanoseconds, bytes). */

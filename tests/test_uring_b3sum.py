@@ -196,9 +196,9 @@ FAULTS_BUILD = REPO / "build" / "faults" / "bin" / URING_B3SUM
 @pytest.mark.parametrize("slowed, winner", [("inplacelag", "prefetch"), ("prefetchlag", "in-place")])
 def test_the_staging_trial_keeps_the_faster(tmp_path, slowed, winner):
     """The test build waits 2 ms before each half task hashed with one staging (RINGSUM_FAULTS): the
-    trial must keep the other, for this file and the later ones, whose tasks are then never measured;
-    files too small to finish the trial alone are hashed a half with each ("measured") until it ends.
-    Every hash is b3sum's."""
+    trial must keep the other, for this file and the later ones, measured again 128 tasks after the
+    decision and 512 after that (and the trial keeps it); files too small to finish the trial alone
+    are hashed a half with each ("measured") until it ends. Every hash is b3sum's."""
     if not FAULTS_BUILD.exists():
         pytest.skip(f"{FAULTS_BUILD} missing: make build/faults/bin/{URING_B3SUM}")
     small = [data_file(96 * 1024 + i) for i in range(6)]   # 3 tasks of 32K each, a pair each: 18 of 32
@@ -216,7 +216,10 @@ def test_the_staging_trial_keeps_the_faster(tmp_path, slowed, winner):
     assert (ratio < 0.5 if winner == "prefetch" else ratio > 2), decided
     assert decided["prefetch_faster_in"] >= 22 if winner == "prefetch" else decided["prefetch_faster_in"] < 22
     assert decided["cost_ns"] > 0 and decided["tasks"] >= 32, decided
-    assert lines[-1]["staging_trial"]["tasks"] == decided["tasks"], "the later file's tasks were measured"
+    # measured again 128 tasks after the decision (inside the first 8 MiB file: 256 tasks), then 512 after
+    # that: the same winner each time, and no task measured but the trials' (a pair or two past the 32th)
+    again = lines[-1]["staging_trial"]
+    assert decided["trials"] == again["trials"] == 2 and again["tasks"] == decided["tasks"] <= 2 * (32 + os.cpu_count()), again
     assert said.count(b"measured here") == 1, said
 
 
