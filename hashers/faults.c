@@ -19,8 +19,9 @@
  * --progress every MS milliseconds (0: after every block and file), so tests need no timing;
  * readlag:MS waits before every read is queued (a slow disk), hashlag:MS before every block
  * is hashed (a slow core), so a test can put the reads behind the hashing or ahead of it;
- * inplacelag:US and prefetchlag:US wait before each task of a mapped file hashed with
- * that staging, so a test can make either lose the staging trial.
+ * inplacelag:US and prefetchlag:US wait before each task of a mapped file (or half of one),
+ * and each ring block (or half), hashed with that staging, so a test can make either lose a
+ * staging trial.
  * Without the variable, a file `ringsum-faults` beside the binary holds the spec: one run can
  * then time several injected builds side by side (harness/check/power.py).
  */

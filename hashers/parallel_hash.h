@@ -21,7 +21,7 @@ enum staging {
 	STAGE_READ_ONCE,	/* read once, a load per cache line, then hashed in place */
 	STAGE_COPY,		/* copied into a per-thread buffer and hashed there */
 	STAGE_PREFETCH,		/* hashed as it is, each SIMD batch's chunk heads prefetched a batch ahead */
-	STAGE_MEASURED,		/* in place and prefetched alternated over the first tasks, the faster kept */
+	STAGE_MEASURED,		/* a half of each of the first tasks in place, a half prefetched; the faster kept */
 };
 /* blake3_hasher_update_tbb() forking no finer than pays on this length: a ring block, its tasks staged
  * in place or prefetched, or measured (STAGE_MEASURED: the ring blocks' trial). */
