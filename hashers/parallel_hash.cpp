@@ -223,18 +223,13 @@ extern "C" void blake3_compress_subtree_wide_join_tbb(
       const uint8_t *input = l_input;
       // a ring block's staging is never measured here: hash_ring() gives each block's half its own
       int winner = how == STAGE_MEASURED ? trial_task_winner(TRIAL_MAPPED) : how;
-      if (winner < 0) {  // a trial task: a half each, the order turned round every other task
-        bool prefetch_first = trial_prefetch_first();
-        staging first = prefetch_first ? STAGE_PREFETCH : STAGE_IN_PLACE;
-        staging second = prefetch_first ? STAGE_IN_PLACE : STAGE_PREFETCH;
-        uint64_t ns[2], start = trial_clock_ns();
-        size_t len[2];
-        *l_n = hash_half(l_input, l_input_len, key, l_chunk_counter, flags, l_cvs, first, true, true);
-        uint64_t middle = trial_clock_ns();
-        *r_n = hash_half(r_input, r_input_len, key, r_chunk_counter, flags, r_cvs, second, true, true);
-        ns[prefetch_first] = middle - start, len[prefetch_first] = l_input_len;
-        ns[!prefetch_first] = trial_clock_ns() - middle, len[!prefetch_first] = r_input_len;
-        trial_record(TRIAL_MAPPED, ns, len);
+      if (winner < 0) {  // a trial task: a half each
+        trial_pair(TRIAL_MAPPED, l_input_len, r_input_len, [&](int half, staging candidate) {
+          if (half == 0)
+            *l_n = hash_half(l_input, l_input_len, key, l_chunk_counter, flags, l_cvs, candidate, true, true);
+          else
+            *r_n = hash_half(r_input, r_input_len, key, r_chunk_counter, flags, r_cvs, candidate, true, true);
+        });
       } else if (winner == STAGE_IN_PLACE || winner == STAGE_PREFETCH) {
         if (mapped && winner == STAGE_PREFETCH)  // the whole task in one call
           map_pages(l_input, task_len);
@@ -327,15 +322,10 @@ void hash_ring(blake3_hasher *hasher, const uint8_t *data, size_t len, staging h
     ring_update(hasher, data, len, winner >= 0 ? static_cast<staging>(winner) : STAGE_IN_PLACE, parallel);
     return;
   }
-  bool prefetch_first = trial_prefetch_first();
-  size_t len_of[2], first = len / 2 / BLAKE3_CHUNK_LEN * BLAKE3_CHUNK_LEN;  // whole chunks: any split hashes alike
-  uint64_t ns[2], start = trial_clock_ns();
-  ring_update(hasher, data, first, prefetch_first ? STAGE_PREFETCH : STAGE_IN_PLACE, parallel);
-  uint64_t middle = trial_clock_ns();
-  ring_update(hasher, data + first, len - first, prefetch_first ? STAGE_IN_PLACE : STAGE_PREFETCH, parallel);
-  ns[prefetch_first] = middle - start, len_of[prefetch_first] = first;
-  ns[!prefetch_first] = trial_clock_ns() - middle, len_of[!prefetch_first] = len - first;
-  trial_record(TRIAL_RING, ns, len_of);
+  size_t first = len / 2 / BLAKE3_CHUNK_LEN * BLAKE3_CHUNK_LEN;  // whole chunks: any split hashes alike
+  trial_pair(TRIAL_RING, first, len - first, [&](int half, staging candidate) {
+    ring_update(hasher, data + (half ? first : 0), half ? len - first : first, candidate, parallel);
+  });
 }
 
 #else
