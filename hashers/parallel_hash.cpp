@@ -29,7 +29,7 @@
  * 1.13-1.16 x the prefetched time on a cached 1 GiB file and read once 1.09-1.14
  * x, on both cores and on one; where the file is cached in 4K folios
  * prefetching gains nothing (0.99-1.00 x in place) and read once 3% does.
- * The lines per chunk are from the same machine. Reading once does not
+ * The lines per chunk (PREFETCH_LINES) are from the same machine. Reading once does not
  * overlap the reading with the hashing: in the ledger (docs/ledger.md, the hot
  * rows) it was at most 4% ahead of in place, and 17-20% behind on the Emerald
  * Rapids (c4e6be79eb5a). The prefetchers are the CPU's, and the Zen 5 is the
@@ -119,7 +119,10 @@ uint8_t *stage_buffer(size_t len) {
 std::atomic<void (*)(staging, size_t)> task_hook{nullptr};
 
 // --- prefetching (STAGE_PREFETCH) ---
-constexpr size_t PREFETCH_LINES = 2;	// per chunk: 1 and 3 were slower on the Zen 5 (the file's head)
+// Per chunk. On the Zen 5 (docs/cold-path/prefetch-zen5-run/lines-race.log, 1-4 lines, 1 and 2 cores,
+// AVX-512 and AVX2, two page-cache shapes) 3 lines were the fastest in all 8 races: 2 took 1.017-1.028 x
+// their time with AVX-512 and 1.07-1.08 x with AVX2, 4 took 1.006-1.022 and 1.02-1.03 x.
+constexpr size_t PREFETCH_LINES = 3;
 constexpr size_t LINE = 64;
 thread_local bool prefetching;	// this thread's task is prefetched: its leaves see it
 
