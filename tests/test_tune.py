@@ -209,7 +209,10 @@ def simulated(space: tune.Space, noise: float = 0.0, seed: int = 1) -> tune.Meas
         walls = {c.label: [landscape(c) * (1 + rng.gauss(0, noise)) for _ in range(stage.rounds)]
                  for c in stage.points}
         walls["b3sum"] = [0.3] * stage.rounds  # warm mode adds b3sum to every stage: it must not rank
-        return tune.StageResult(walls=walls, hasher_runs=len(stage.points) * stage.rounds,
+        if stage.defaults:  # a hasher execution too, as read_stage() counts it
+            walls[f"{stage.defaults} defaults"] = [0.6] * stage.rounds
+        hasher_runs = (len(stage.points) + bool(stage.defaults)) * stage.rounds
+        return tune.StageResult(walls=walls, hasher_runs=hasher_runs,
                                 baseline_runs=(len(stage.fio) + stage.b3sum) * stage.rounds,
                                 elapsed_s=tune.estimate_s(space, stage),
                                 times={lbl: dict(enumerate(ws, 1)) for lbl, ws in walls.items()})
@@ -332,3 +335,27 @@ def test_tune_picks_the_robust_configuration_over_conditions(tmp_path: Path) -> 
     summary = json.loads((tune_dir / "tune.json").read_text())
     assert summary["winner"] == pick.configuration == summary["robust"]["configuration"]
     assert f"robust pick over 2 conditions (as-is, 1core): {pick.configuration}" in r.stdout
+
+
+@pytest.mark.parametrize("seed", range(1, 9))
+def test_the_cap_counts_the_defaults_of_the_final_stage(tmp_path, seed):
+    """SMALL_SPACE's cap is 40 hasher executions: tight enough that the final stage's run of
+    uring_b3sum's defaults (a hasher execution per round, as read_stage() counts it) must be
+    reserved from the start, or the search spends past the cap (it spent 45: the three finalists,
+    the best uring_b3sum, and its defaults). Here uring_b3sum is behind, so the final stage adds its
+    best setting to the finalists, and its defaults."""
+    path = tmp_path / "space.toml"
+    path.write_text(SMALL_SPACE)
+    space = tune_space.load_space(path, file="/nonexistent/ringsum-tune.bin", size=16 << 20, warm=True)
+    simulate = simulated(space, noise=0.05, seed=seed)
+
+    def measure(stage: tune.Stage, base: str) -> tune.StageResult:
+        r = simulate(stage, base)
+        for c in stage.points:
+            if c.variant == tune.DEFAULT_VARIANT:
+                r.walls[c.label] = [w * 1.2 for w in r.walls[c.label]]
+        return r
+    o = tune.search(space, measure, log=lambda _: None)
+    final = [s for s in o.stages if s["name"] == "final"][0]
+    assert final["hasher_runs"] == (len(final["points"]) + 1) * final["rounds"]
+    assert o.hasher_runs == sum(s["hasher_runs"] for s in o.stages) <= o.grid_runs // 4

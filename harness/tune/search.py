@@ -99,7 +99,9 @@ class _Ledger:
         return max(0.25, self.spent_s / self.estimated_s) if self.spent_s and self.estimated_s else 1.0
 
     def cost(self, stage: Stage) -> tuple[int, float]:
-        return len(stage.points) * stage.rounds, self.scale() * estimate_s(self.space, stage)
+        """Hasher executions (a final stage's uring_b3sum defaults are hasher executions too) and seconds."""
+        runs = (len(stage.points) + (stage.defaults is not None)) * stage.rounds
+        return runs, self.scale() * estimate_s(self.space, stage)
 
     def left(self, reserved: list[Stage]) -> tuple[int, float]:
         runs, secs = self.max_runs - self.runs, (self.budget_s or math.inf) - self.spent_s
@@ -164,6 +166,12 @@ def _first_stages(space: Space) -> tuple[Stage, int]:
             min(len(space.points), FINALISTS + (DEFAULT_VARIANT in space.variants)))
 
 
+def _runs_defaults(space: Space) -> bool:
+    """Whether the final stage will run uring_b3sum's defaults: a finalist is always one where the
+    space has it (_final_points), under one condition."""
+    return DEFAULT_VARIANT in space.variants and len(space.config.conditions.expand()) == 1
+
+
 def _final_stage(space: Space, points: list[Command], rounds: int) -> Stage:
     """The finalists with the readers and b3sum, and, where one is uring_b3sum, its defaults: a record
     is installed only where its setting beats them (under several conditions the robust pick is the
@@ -202,7 +210,7 @@ def check_limits(space: Space, budget_s: float | None) -> None:
     """The coarse stage (1 round) and the final (fewest rounds) must fit the cap and the budget."""
     coarse, n_final = _first_stages(space)
     max_runs = math.floor(space.grid_runs * GRID_FRACTION)
-    min_runs = len(coarse.points) + n_final * MIN_FINAL_ROUNDS
+    min_runs = len(coarse.points) + (n_final + _runs_defaults(space)) * MIN_FINAL_ROUNDS
     if min_runs > max_runs:
         raise TuneError(f"the space is too small to tune: the coarse and final stages need {min_runs} "
                         f"hasher executions, more than a quarter of the full grid's {space.grid_runs}; "
@@ -221,7 +229,9 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
     so); within a quarter of the grid's executions and the budget."""
     max_runs = math.floor(space.grid_runs * GRID_FRACTION)
     coarse, n_final = _first_stages(space)
-    stand_in = _final_stage(space, space.points[:n_final], final_rounds)  # before the finalists are known
+    # before the finalists are known; its defaults as the real one will have them
+    stand_in = dataclasses.replace(_final_stage(space, space.points[:n_final], final_rounds),
+                                   defaults=DEFAULT_VARIANT if _runs_defaults(space) else None)
     min_final = dataclasses.replace(stand_in, rounds=MIN_FINAL_ROUNDS)
     check_limits(space, budget_s)
     book = _Ledger(space, measure, budget_s, max_runs, log)
