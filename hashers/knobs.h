@@ -36,6 +36,12 @@
 	NUMBER(buffers, BUFFERS, 'n', URING, 0, 1, UINT32_MAX, "buf", 5, "N", \
 	       "the ring's buffer count", "buffer", "is more than 32 bits hold", \
 	       "buffers in the ring") \
+	NUMBER(window, COUNT, 0, URING, 0, 0, UINT32_MAX, "win", 0, "N", \
+	       "the window", "block", "is more than 32 bits hold", \
+	       "blocks read ahead of the hashing, at most, each into the buffer freed last\n" \
+	       "0: every buffer; uring_b3sum's 0: 12M (3 blocks of 4M) until the\n" \
+	       "hashing waits for the reads (2/3 of the first 8 blocks' time, or\n" \
+	       "1/2 of 8 blocks' twice in a row), then every buffer") \
 	NUMBER(direct_min, SIZE, 0, ALL, 0, 0, MAX_BLOCK_SIZE, "dmin", 0, "SIZE", \
 	       "the smallest O_DIRECT file", "byte", "is larger than the 1G maximum", \
 	       "uring_b3sum: O_DIRECT for a cold file of a block or SIZE or more\n" \

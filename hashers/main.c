@@ -100,11 +100,14 @@ static int hash_all(struct ring *r, const struct options *opts, const struct var
 		fprintf(stderr, "%s: %s; reading with pread() instead\n", r->cfg->prog, reason);
 	}
 	ring_start(r, &source);
+	ring_window_start(r);
 	ret = (r->have_uring || !v->uses_uring ? v->hash_stream : hash_stream_pread)(r);
 	ring_drain(r);
 	progress_end(&r->progress);
-	if (opts->verbose)
+	if (opts->verbose) {
+		ring_say_window(r);
 		ring_say_hashing(r, v);
+	}
 	if (ret < 0)
 		fail_unfinished(r, ret);
 	if (ret < 0 || r->failed_inputs)

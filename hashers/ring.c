@@ -15,7 +15,9 @@
  * calls it.
  * Each head only ever moves forward, and the producer head never passes a
  * cell the consumer has not released, so every block is hashed exactly once,
- * in order. A block with nothing to read (an empty or failed file) is
+ * in order. Buffers are apart from cells: each request gets the buffer freed
+ * last, taken back by the producer from the released cells in order, and the
+ * window (ring_consume.c) bounds the bytes between the heads. A block with nothing to read (an empty or failed file) is
  * available as soon as it is requested, so every file reaches the consumer.
  */
 #include <errno.h>
@@ -23,6 +25,7 @@
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "faults.h"
@@ -50,6 +53,12 @@ void ring_start(struct ring *r, struct source *source)
 	r->producer_head = 0;
 	r->consumer_head = 0;
 	r->hashed_ahead = 0;
+	r->nr_free_buffers = r->cfg->nr_cells;
+	for (unsigned i = 0; i < r->cfg->nr_cells; i++)
+		r->free_buffers[i] = r->cfg->nr_cells - 1 - i;
+	r->reclaim_head = 0;
+	r->requested_bytes = r->released_bytes = 0;
+	atomic_store(&r->request_limit, UINT64_MAX);	/* main.c starts the window (ring_consume.c) */
 	r->consumer_input = 0;
 	r->failed_inputs = 0;
 	r->bytes_hashed = 0;
@@ -104,14 +113,28 @@ void ring_producer_sleep(struct ring *r)
 	atomic_store(&r->producer_sleeping, false);
 }
 
+uint64_t ring_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The time asleep is the window's measure of the reads (ring_consume.c). */
 void ring_consumer_sleep(struct ring *r)
 {
 	uint32_t seen = atomic_load(&r->consumer_wakeups);
+	uint64_t start;
 
 	atomic_store(&r->consumer_sleeping, true);
 	if (!ring_consumed_all(r) && cell_state(cell_of(r, r->consumer_head)) != CELL_AVAILABLE &&
-	    !atomic_load(&r->error))
+	    !atomic_load(&r->error)) {
+		start = r->window.measured ? ring_clock_ns() : 0;
 		syscall(SYS_futex, &r->consumer_wakeups, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+		if (start)
+			r->window.waited_ns += ring_clock_ns() - start;
+	}
 	atomic_store(&r->consumer_sleeping, false);
 }
 
@@ -200,7 +223,7 @@ static int queue_read(struct ring *r, struct cell *c)
 		offset = c->offset + start;
 	}
 	if (r->cfg->knobs.fixed_buffers)
-		io_uring_prep_read_fixed(sqe, fd, c->buf + start, end - start, offset, c - r->cells);
+		io_uring_prep_read_fixed(sqe, fd, c->buf + start, end - start, offset, c->buf_index);
 	else
 		io_uring_prep_read(sqe, fd, c->buf + start, end - start, offset);
 	io_uring_sqe_set_data(sqe, c);
@@ -236,12 +259,32 @@ struct input *ring_next_input(struct ring *r)
 	return in;
 }
 
+/*
+ * The buffers of the blocks the consumer released, taken back in order. The
+ * producer's own count of what is released: a block is requested only once
+ * the one before it in its cell is taken back here, so no buffer is lost.
+ */
+static void reclaim_buffers(struct ring *r)
+{
+	while (r->reclaim_head < r->producer_head) {
+		struct cell *c = cell_of(r, r->reclaim_head);
+
+		if (atomic_load(&c->state) != CELL_CONSUMED)
+			break;
+		r->free_buffers[r->nr_free_buffers++] = c->buf_index;
+		r->reclaim_head++;
+	}
+}
+
 bool ring_can_request(struct ring *r)
 {
 	struct input *in;
 
-	if (ring_in_flight(r) >= r->cfg->knobs.queue_depth ||
-	    atomic_load(&cell_of(r, r->producer_head)->state) != CELL_CONSUMED)
+	if (ring_in_flight(r) >= r->cfg->knobs.queue_depth)
+		return false;
+	reclaim_buffers(r);
+	if (r->producer_head - r->reclaim_head >= r->cfg->nr_cells ||
+	    r->requested_bytes >= atomic_load(&r->request_limit))
 		return false;
 	/* A new file waits for a descriptor; one already open always has its turn. */
 	if (r->producer_block == 0 && atomic_load(&r->open_files) >= r->max_open_files)
@@ -269,8 +312,12 @@ int ring_request(struct ring *r)
 		if (r->producer_block == 0)
 			ring_open_input(r, in, r->producer_input);
 		c->input = in;
+		c->buf_index = r->free_buffers[--r->nr_free_buffers];
+		c->buf = r->memory + (size_t)c->buf_index * r->cfg->knobs.block_size;
 		c->offset = r->producer_block * r->cfg->knobs.block_size;
 		c->want = block_length(r, in, r->producer_block);
+		c->charge = c->want;
+		r->requested_bytes += c->charge;
 		c->got = 0;
 		c->retries = 0;
 		c->last = ++r->producer_block == in->nr_blocks;

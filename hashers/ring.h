@@ -4,6 +4,7 @@
 #define RINGSUM_RING_H
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <liburing.h>
 
 #include "input.h"
@@ -17,14 +18,33 @@ enum cell_state {
 
 struct cell {
 	_Atomic uint32_t state;
-	unsigned char *buf;
+	unsigned char *buf;		/* the producer's pick, at each request: its buffer, number buf_index */
+	unsigned buf_index;
 	struct input *input;		/* the file its block belongs to */
 	bool last;			/* the file's last block: the consumer finishes the file with it */
 	uint64_t offset;		/* where its block starts in the file */
 	size_t want;			/* bytes of the file in this block */
 	size_t got;			/* bytes read so far */
+	size_t charge;			/* the bytes its request took of the window */
 	unsigned retries;		/* transient failures since the last progress */
 	bool file_failed;		/* its file had failed when it became available: not hashed */
+};
+
+/*
+ * How far the reads may run ahead of the hashing, in blocks (ring_consume.c):
+ * fixed (--window), or measured, by how long the hashing waits for the reads.
+ */
+struct window {
+	unsigned blocks;		/* now; nr_cells: every buffer */
+	bool measured;			/* still measuring: uring_b3sum without --window, not grown */
+	unsigned periods;		/* looked at so far */
+	unsigned period_blocks;		/* released since this one began */
+	unsigned behind_periods;	/* in a row, the reads behind */
+	uint64_t period_start_ns;
+	uint64_t waited_ns;		/* the consumer asleep for a read, this period */
+	double most_waited, grown_waited;	/* shares of a period's time */
+	uint64_t grown_at;		/* blocks released when it grew; 0: never */
+	bool grown_first;		/* by the first period alone */
 };
 
 /* How the consumer hashes a block of the ring. */
@@ -44,6 +64,7 @@ struct ring_config {
 	enum staging staging;		/* how a cached file's tasks meet the cache (parallel_hash.h) */
 	enum staging ring_staging;	/* how the ring's blocks do: in place, prefetched or measured */
 	unsigned hash_threads;		/* the most a block can be hashed on: the usable cores, --num-threads */
+	bool adapts_window;		/* the window follows the reads and the hashing (ring_consume.c) */
 	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */
 	unsigned sqe_flags;
 	int path_choice;		/* PATH_RING unless the variant chooses */
@@ -78,6 +99,21 @@ struct ring {
 	uint64_t producer_block;	/* that block's index within its file */
 	uint64_t producer_head;		/* blocks requested so far, over all files */
 	uint64_t consumer_head;		/* blocks hashed so far, over all files */
+
+	/*
+	 * The buffers, apart from the cells: the producer gives each request the
+	 * buffer released last (a stack), so that the blocks between the heads
+	 * use the fewest buffers, the ones most likely still in the cache. The
+	 * window: the producer requests while the bytes between the heads are
+	 * under it (ring_consume.c sets it).
+	 */
+	unsigned *free_buffers;		/* the producer's stack */
+	unsigned nr_free_buffers;
+	uint64_t reclaim_head;		/* the producer's: blocks whose buffers it took back */
+	uint64_t requested_bytes;	/* the producer's: the charges of every block it requested */
+	uint64_t released_bytes;	/* the consumer's: the charges of every block it released */
+	_Atomic uint64_t request_limit;	/* the consumer's: released_bytes + the window's bytes */
+	struct window window;		/* the consumer's (ring_consume.c) */
 	unsigned hashed_ahead;		/* cells from the consumer head on hashed side by side already */
 	struct hash_job *hash_jobs;	/* hash_side_by_side()'s (ring_consume.c), one per cell */
 	unsigned consumer_input;	/* files finished so far */
@@ -117,10 +153,13 @@ void ring_drain(struct ring *r);
 void ring_fail(struct ring *r, int err);
 void ring_producer_sleep(struct ring *r);
 void ring_consumer_sleep(struct ring *r);
+uint64_t ring_clock_ns(void);
 void ring_wake_producer(struct ring *r);
 
 /* ring_consume.c: the consumer, hashing the available cells in order; it calls ring.c, never called by it */
 unsigned ring_consume(struct ring *r);
+void ring_window_start(struct ring *r);
+void ring_say_window(const struct ring *r);
 
 static inline struct cell *cell_of(struct ring *r, uint64_t block)
 {

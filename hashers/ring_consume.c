@@ -6,6 +6,9 @@
  * hashing state (hashed_ahead, hash_jobs, parallel_bytes) is set up and reset
  * with the ring (ring_setup.c, ring_start()) and changed only here.
  */
+#include <string.h>
+#include <stdlib.h>
+
 #include "faults.h"
 
 /*
@@ -98,6 +101,126 @@ static unsigned hash_side_by_side(struct ring *r)
 }
 
 /*
+ * The window: how many blocks the reads may run ahead of the hashing. Reads
+ * ahead of a hashing that is behind only wait in their buffers, and 16
+ * buffers of 4 MiB outgrow a last-level cache: a fast device's copy then
+ * writes them out to memory and the hashing reads them back. So the producer
+ * requests only while the bytes between the heads are under the window, and
+ * gives each request the buffer freed last (ring.c): the blocks in flight and
+ * waiting stay in the few buffers the cache holds.
+ *
+ * uring_b3sum measures which window. It starts at WINDOW_SMALL bytes, and
+ * every WINDOW_PERIOD blocks looks at the share of the time the consumer
+ * slept waiting for a read. Over two thirds of the first period, or over
+ * half of two in a row, the reads are behind and the depth may help them:
+ * every buffer, to the end.
+ * On a Zen 5's RAM-backed loop device and 2 cores, the window took 0.79 of
+ * the time every buffer took; on its virtio disk, where 4 buffers took 1.15
+ * of 16's, the hashing waited 72-73% of the first period at 3 blocks and had
+ * every buffer from block 11 on (docs/cold-path/ram-window-zen5-run).
+ */
+#define WINDOW_SMALL (12u << 20)
+#define WINDOW_PERIOD 8
+#define WINDOW_BEHIND (1.0 / 2)
+#define WINDOW_BEHIND_PERIODS 2
+#define WINDOW_FIRST_BEHIND (2.0 / 3)
+
+static void window_set(struct ring *r, unsigned blocks)
+{
+	r->window.blocks = blocks;
+	atomic_store(&r->request_limit, blocks >= r->cfg->nr_cells ? UINT64_MAX :
+			 r->released_bytes + (uint64_t)blocks * r->cfg->knobs.block_size);
+}
+
+static unsigned window_small(const struct ring *r)
+{
+	unsigned blocks = WINDOW_SMALL / r->cfg->knobs.block_size;
+
+	return blocks < 2 ? 2 : blocks;
+}
+
+void ring_window_start(struct ring *r)
+{
+	unsigned fixed = r->cfg->knobs.window, every = r->cfg->nr_cells;
+
+	memset(&r->window, 0, sizeof(r->window));
+	r->window.measured = r->cfg->adapts_window && !fixed && window_small(r) < every;
+	if (r->window.measured)
+		window_set(r, window_small(r));
+	else
+		window_set(r, fixed && fixed < every ? fixed : every);
+}
+
+static void window_look(struct ring *r)
+{
+	struct window *w = &r->window;
+	uint64_t now = ring_clock_ns();
+	double waited = (double)w->waited_ns / (double)(now - w->period_start_ns + 1);
+
+	w->periods++;
+	w->behind_periods = waited > WINDOW_BEHIND ? w->behind_periods + 1 : 0;
+	if (waited > w->most_waited)
+		w->most_waited = waited;
+	if (w->behind_periods == WINDOW_BEHIND_PERIODS || (w->periods == 1 && waited > WINDOW_FIRST_BEHIND)) {
+		w->grown_waited = waited;
+		w->grown_at = r->consumer_head + 1;
+		w->grown_first = w->periods == 1;
+		w->measured = false;
+		window_set(r, r->cfg->nr_cells);
+	}
+	w->period_blocks = 0;
+	w->waited_ns = 0;
+	w->period_start_ns = now;
+}
+
+/*
+ * A cell released: its bytes leave the window, which moves on (and, measured,
+ * may grow). Its charge is read before the release: after it, the producer
+ * may take the cell for another block.
+ */
+static void window_release(struct ring *r, size_t charge)
+{
+	struct window *w = &r->window;
+
+	r->released_bytes += charge;
+	/* The first period begins once the first window is hashed: requested at once, it says nothing. */
+	if (w->measured && !w->period_start_ns && r->consumer_head + 1 >= w->blocks) {
+		w->period_start_ns = ring_clock_ns();
+		w->waited_ns = 0;
+	} else if (w->measured && w->period_start_ns && ++w->period_blocks == WINDOW_PERIOD) {
+		window_look(r);
+	}
+	window_set(r, w->blocks);
+}
+
+/* --verbose, at the end: what the window did. */
+void ring_say_window(const struct ring *r)
+{
+	const struct window *w = &r->window;
+	unsigned small = window_small(r);
+
+	if (!r->cfg->adapts_window || r->cfg->knobs.window || !r->have_uring || !r->bytes_hashed)
+		return;
+	if (small >= r->cfg->nr_cells)
+		fprintf(stderr, "%s: window every buffer (%u): no fewer would hold %uM\n", r->cfg->prog,
+			r->cfg->nr_cells, WINDOW_SMALL >> 20);
+	else if (!w->periods)
+		fprintf(stderr, "%s: window %u blocks (%uM): under %u blocks through the ring, too few to "
+			"measure the reads\n", r->cfg->prog, small,
+			(unsigned)((size_t)small * r->cfg->knobs.block_size >> 20), small + WINDOW_PERIOD);
+	else if (w->grown_at)
+		fprintf(stderr, "%s: window every buffer (%u) from block %llu on: the hashing waited for the reads "
+			"%.0f%% of the time at %u blocks (over %s: they were behind)\n", r->cfg->prog, r->cfg->nr_cells,
+			(unsigned long long)w->grown_at, 100 * w->grown_waited, small,
+			w->grown_first ? "2/3 of the first period" : "1/2 twice in a row");
+	else
+		fprintf(stderr, "%s: window %u blocks (%uM): the hashing waited for the reads at most %.0f%% of the "
+			"time in %u periods of %u blocks (never over 1/2 twice in a row: they kept ahead)\n", r->cfg->prog,
+			small, (unsigned)((size_t)small * r->cfg->knobs.block_size >> 20), 100 * w->most_waited,
+			w->periods, WINDOW_PERIOD);
+}
+
+/*
  * One consumer run hashes the available cells in order, at most one lap of
  * the ring, so that a consumer the producer keeps feeding still leaves a trace
  * row per lap. Completions are counted at the end of the run, so every one
@@ -107,6 +230,7 @@ unsigned ring_consume(struct ring *r)
 {
 	unsigned in_flight = ring_in_flight(r);
 	unsigned blocks = 0;
+	size_t charge;
 
 	while (blocks < r->cfg->nr_cells && !ring_consumed_all(r)) {
 		struct cell *c = cell_of(r, r->consumer_head);
@@ -124,7 +248,9 @@ unsigned ring_consume(struct ring *r)
 		if (c->last)
 			input_finish(r, c->input);
 		progress_tick(r);
+		charge = c->charge;
 		atomic_store(&c->state, CELL_CONSUMED);
+		window_release(r, charge);
 		ring_wake_producer(r);
 		r->consumer_head++;
 		blocks++;

@@ -44,7 +44,8 @@ static int register_buffers(struct ring *r)
 	if (!iov)
 		return -ENOMEM;
 	for (unsigned i = 0; i < r->cfg->nr_cells; i++)
-		iov[i] = (struct iovec){ .iov_base = r->cells[i].buf, .iov_len = r->cfg->knobs.block_size };
+		iov[i] = (struct iovec){ .iov_base = r->memory + (size_t)i * r->cfg->knobs.block_size,
+					 .iov_len = r->cfg->knobs.block_size };
 	ret = io_uring_register_buffers(&r->uring, iov, r->cfg->nr_cells);
 	free(iov);
 	return ret;
@@ -84,6 +85,7 @@ static void configure(struct ring_config *cfg, const struct options *opts, const
 	cfg->hashing = cfg->knobs.parallel_hash ? HASH_PARALLEL :
 		       v->hashes_when_behind && !cfg->knobs.serial_hash && cfg->hash_threads > 1 && cfg->nr_cells > 1 ?
 		       HASH_WHEN_BEHIND : HASH_SERIAL;
+	cfg->adapts_window = v->adapts_window && v->uses_uring;
 	cfg->staging = staging_of(&cfg->knobs);
 	cfg->ring_staging = !v->chooses_path ? STAGE_IN_PLACE :
 			    cfg->staging == STAGE_PREFETCH || cfg->staging == STAGE_MEASURED ? cfg->staging : STAGE_IN_PLACE;
@@ -117,12 +119,15 @@ int ring_setup(struct ring *r, struct ring_config *cfg, const struct options *op
 	r->nr_slots = cfg->nr_cells + 1;
 	r->inputs = calloc(r->nr_slots, sizeof(*r->inputs));
 	r->hash_jobs = calloc(cfg->nr_cells, sizeof(*r->hash_jobs));
-	if (!r->cells || !r->inputs || !r->hash_jobs)
+	r->free_buffers = calloc(cfg->nr_cells, sizeof(*r->free_buffers));
+	if (!r->cells || !r->inputs || !r->hash_jobs || !r->free_buffers)
 		return -ENOMEM;
 	for (unsigned i = 0; i < r->nr_slots; i++)
 		r->inputs[i].fd = -1;
-	for (unsigned i = 0; i < cfg->nr_cells; i++)
+	for (unsigned i = 0; i < cfg->nr_cells; i++) {
+		r->cells[i].buf_index = i;
 		r->cells[i].buf = r->memory + (size_t)i * cfg->knobs.block_size;
+	}
 
 	if (!v->uses_uring)
 		return 0;
@@ -180,6 +185,7 @@ void ring_teardown(struct ring *r)
 		input_free(&r->inputs[i]);
 	free(r->inputs);
 	free(r->hash_jobs);
+	free(r->free_buffers);
 	free(r->cells);
 	free(r->memory);
 }

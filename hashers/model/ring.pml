@@ -8,8 +8,11 @@
  *   BLOCKS                 blocks in the file, at most 254             (default 5)
  *   RETRIES                transient failures the kernel may inject in total (default 1)
  *   PROCESS_IN_INNER_LOOP  SINGLE only: consume after every reaped completion (default 0)
+ *   WINDOW                 blocks the producer may request ahead of the consumer (default BUFFERS)
+ *   GROWS                  the consumer may widen the window to BUFFERS at any release, once
  * Deliberate bugs, to show that the checks have teeth (each must make a check fail):
- *   BUG_REUSE_UNCONSUMED   the producer requests into any cell that is not REQUESTED
+ *   BUG_REUSE_UNCONSUMED   the producer requests into any cell that is not REQUESTED, in its
+ *                          old buffer when none is free
  *   BUG_RETRY_AVAILABLE    a transient failure is re-issued AND marked available
  *   BUG_DOUBLE_HASH        the consumer never marks a hashed cell consumed, so one lap
  *                          later the cell still looks available and its old bytes are hashed again
@@ -18,6 +21,10 @@
  *                          in flight (any cell not consumed, instead of an available one)
  *   BUG_AHEAD_MISCOUNT     (MULTI) the side-by-side pass does not count the head's own cell, so
  *                          the last cell it hashed is hashed again
+ *   BUG_RECLAIM_UNHASHED   the producer takes back the buffer of a cell that is available, not
+ *                          yet hashed, and reads the next block into it
+ *   BUG_WINDOW_LATE        (MULTI) the consumer looks for a sleeping producer before it moves the
+ *                          window on, so a producer held by the window can sleep through it
  *
  * Atomicity: each atomic block below touches at most one location another process can
  * race on in a way that matters (the reasons are given at each one), so grouping them
@@ -46,11 +53,17 @@
 #ifndef PROCESS_IN_INNER_LOOP
 #define PROCESS_IN_INNER_LOOP 0
 #endif
+#ifndef WINDOW
+#define WINDOW BUFFERS
+#endif
 #if DESIGN != SINGLE && DESIGN != MULTI && DESIGN != MULTI_BLOCKING
 #error "DESIGN must be SINGLE, MULTI or MULTI_BLOCKING"
 #endif
 #if BUFFERS < 1 || BUFFERS > 8 || QUEUE_DEPTH < 1 || BLOCKS < 1 || BLOCKS > 254
 #error "need 1 <= BUFFERS <= 8, QUEUE_DEPTH >= 1, 1 <= BLOCKS <= 254"
+#endif
+#if WINDOW < 1 || WINDOW > BUFFERS
+#error "need 1 <= WINDOW <= BUFFERS"
 #endif
 
 #define NO_DATA 255
@@ -64,7 +77,14 @@ mtype = { NO_SQE, QUEUED, SUBMITTED, DONE };
 mtype state[BUFFERS];		/* cell->state */
 mtype sqe[BUFFERS];
 byte holds[BUFFERS];		/* cell->offset / block_size: the block the cell was requested for */
-byte data[BUFFERS];		/* ghost: whose bytes the buffer holds (only a whole read writes it) */
+byte buf[BUFFERS];		/* cell->buf_index: the buffer the producer gave the cell's request */
+byte data[BUFFERS];		/* ghost, per buffer: whose bytes it holds (only a whole read writes it) */
+bool lent[BUFFERS];		/* ghost, per buffer: given to a request, not yet taken back */
+byte free_buffers[BUFFERS];	/* the producer's stack */
+byte nr_free;
+byte reclaim_head;		/* blocks whose buffers the producer took back */
+byte request_limit = WINDOW;	/* the consumer's: consumer_head + the window (every block full) */
+byte window = WINDOW;
 byte producer_head;		/* next block to request */
 byte consumer_head;		/* next block to hash */
 byte in_flight;			/* requests queued or submitted, not yet reaped */
@@ -85,9 +105,19 @@ bool consumer_woken;		/* ring->consumer_wakeups changed since the consumer sampl
 #define CELL_FREE(c)	(state[c] == CONSUMED)
 #endif
 
-/* ring_can_request() */
+/* ring_can_request(): the cell's last block's buffer taken back, and within the window */
+#ifdef BUG_REUSE_UNCONSUMED
 #define CAN_REQUEST	(producer_head < BLOCKS && in_flight < QUEUE_DEPTH && \
-			 CELL_FREE(producer_head % BUFFERS))
+			 CELL_FREE(producer_head % BUFFERS) && producer_head < request_limit)
+#else
+#define CAN_REQUEST	(producer_head < BLOCKS && in_flight < QUEUE_DEPTH && \
+			 producer_head - reclaim_head < BUFFERS && producer_head < request_limit)
+#endif
+#ifdef BUG_RECLAIM_UNHASHED
+#define RECLAIMABLE(c)	(state[c] != REQUESTED)
+#else
+#define RECLAIMABLE(c)	(state[c] == CONSUMED)
+#endif
 #define CELL_READY	(consumer_head < BLOCKS && state[consumer_head % BUFFERS] == AVAILABLE)
 #define PRODUCER_DONE	(producer_head == BLOCKS && in_flight == 0)
 #define ALL_HASHED	(consumer_head == BLOCKS)
@@ -95,13 +125,48 @@ bool consumer_woken;		/* ring->consumer_wakeups changed since the consumer sampl
 /* ring_request(): fill every free cell the queue depth allows. Each request is atomic: the
  * only shared location it reads is the cell's state, which nobody else changes while it is
  * CONSUMED (the consumer only turns AVAILABLE into CONSUMED). */
-inline ring_request()
+inline reclaim_buffers()
 {
 	do
 	:: atomic {
+		reclaim_head < producer_head && RECLAIMABLE(reclaim_head % BUFFERS) ->
+		cell = reclaim_head % BUFFERS;
+		assert(lent[buf[cell]]);
+		lent[buf[cell]] = false;
+		free_buffers[nr_free] = buf[cell];
+		nr_free++;
+		/* what a taken-back buffer or a released cell held matters no more: fewer states */
+		data[buf[cell]] = NO_DATA;
+		buf[cell] = 0;
+		reclaim_head++;
+		cell = 0
+	   }
+	:: else -> break
+	od
+}
+
+inline ring_request()
+{
+	do
+	:: true ->
+	   reclaim_buffers();
+	   if
+	   :: atomic {
 		CAN_REQUEST ->
 		cell = producer_head % BUFFERS;
-		printf("producer: request block %d into cell %d\n", producer_head, cell);
+#ifdef BUG_REUSE_UNCONSUMED
+		if	/* none free: the cell keeps the buffer it had, as when buffers were the cells' */
+		:: nr_free > 0 -> nr_free--; buf[cell] = free_buffers[nr_free]
+		:: else -> skip
+		fi;
+#else
+		nr_free--;
+		buf[cell] = free_buffers[nr_free];
+		free_buffers[nr_free] = 0;	/* (a slot above the top holds nothing: fewer states) */
+#endif
+		assert(!lent[buf[cell]]);
+		lent[buf[cell]] = true;
+		printf("producer: request block %d into cell %d, buffer %d\n", producer_head, cell, buf[cell]);
 		state[cell] = REQUESTED;
 		holds[cell] = producer_head;
 		sqe[cell] = QUEUED;
@@ -109,8 +174,9 @@ inline ring_request()
 		producer_head++;
 		progress = true;
 		cell = 0
-	   }
-	:: else -> break
+	      }
+	   :: else -> break
+	   fi
 	od
 }
 
@@ -175,17 +241,32 @@ inline reap_one()
 	wake_consumer()		/* after the release store, as the seq_cst flag protocol needs */
 }
 
+/* window_release(): the consumer moves the window on past the cells it released (a store of
+ * its own, after theirs); it may widen it once (ring_consume.c grows it to every buffer). */
+inline move_window()
+{
+	atomic {
+		if
+#ifdef GROWS
+		:: window < BUFFERS -> window = BUFFERS
+#endif
+		:: true -> skip
+		fi;
+		request_limit = consumer_head + window
+	}
+}
+
 /* Hash one block. Two steps, so that a producer or kernel writing into the buffer while
  * it is hashed is seen by the second assertion. */
 inline hash_block()
 {
 	atomic {
 		c = consumer_head % BUFFERS;
-		assert(state[c] == AVAILABLE && data[c] == consumer_head && data[c] == hashed_up_to);
+		assert(state[c] == AVAILABLE && data[buf[c]] == consumer_head && data[buf[c]] == hashed_up_to);
 		printf("consumer: hash block %d from cell %d\n", consumer_head, c)
 	};
 	atomic {
-		assert(state[c] == AVAILABLE && data[c] == consumer_head);
+		assert(state[c] == AVAILABLE && data[buf[c]] == consumer_head);
 		hashed_up_to++;
 #ifndef BUG_DOUBLE_HASH
 		state[c] = CONSUMED;
@@ -212,10 +293,10 @@ inline hash_ahead()
 #endif
 		atomic {
 			c = (consumer_head + ahead) % BUFFERS;
-			assert(data[c] == consumer_head + ahead && data[c] == hashed_up_to)
+			assert(data[buf[c]] == consumer_head + ahead && data[buf[c]] == hashed_up_to)
 		};
 		atomic {
-			assert(state[c] == AVAILABLE && data[c] == consumer_head + ahead);
+			assert(state[c] == AVAILABLE && data[buf[c]] == consumer_head + ahead);
 			hashed_up_to++;
 			ahead++;
 			c = 0
@@ -235,7 +316,7 @@ inline walk_over()
 {
 	atomic {
 		c = consumer_head % BUFFERS;
-		assert(state[c] == AVAILABLE && data[c] == consumer_head && consumer_head < hashed_up_to);
+		assert(state[c] == AVAILABLE && data[buf[c]] == consumer_head && consumer_head < hashed_up_to);
 		state[c] = CONSUMED;
 		consumer_head++;
 		ahead_left--;
@@ -249,7 +330,7 @@ inline walk_over()
 inline ring_consume()
 {
 	do
-	:: CELL_READY -> hash_block()
+	:: CELL_READY -> hash_block(); move_window()
 	:: else -> break
 	od
 }
@@ -303,6 +384,7 @@ proctype producer()
 #if DESIGN == MULTI_BLOCKING
 		/* The article's broken producer: it cannot request, so it waits for a completion,
 		 * even when nothing is in flight and only the consumer could unblock it. */
+		reclaim_buffers();
 		atomic {	/* (atomic only so that the message shows the state it decided on) */
 			if
 			:: CAN_REQUEST || PRODUCER_DONE -> skip
@@ -329,6 +411,7 @@ producer_waits_for_completion:
 #ifndef BUG_LOST_WAKEUP
 			producer_sleeping = true;
 #endif
+			reclaim_buffers();	/* ring_can_request() takes back what was released since */
 			if
 			:: len(cq) > 0 || CAN_REQUEST -> skip
 			:: else ->
@@ -362,10 +445,17 @@ proctype consumer()
 			:: ahead_left == 0 -> hash_ahead(); walk_over()
 			:: ahead_left == 0 -> hash_block()
 			fi;
+#ifndef BUG_WINDOW_LATE
+			move_window();
+#endif
 			if		/* a freed cell may be what a sleeping producer waits for */
 			:: producer_sleeping -> eventfd_signalled = true
 			:: else -> skip
 			fi
+#ifdef BUG_WINDOW_LATE
+			;
+			move_window()
+#endif
 		:: else ->
 			consumer_woken = false;
 			consumer_sleeping = true;
@@ -403,8 +493,8 @@ end_idle:
 		sqe[cell] = DONE;
 		if
 		:: true ->
-			assert(state[cell] == REQUESTED);
-			data[cell] = holds[cell];
+			assert(state[cell] == REQUESTED && lent[buf[cell]]);
+			data[buf[cell]] = holds[cell];
 			printf("kernel: complete block %d in cell %d\n", holds[cell], cell);
 			cq!cell,true
 		:: retries_left > 0 ->
@@ -424,8 +514,10 @@ init
 {
 	atomic {
 		byte i;
+		nr_free = BUFFERS;
 		do
-		:: i < BUFFERS -> state[i] = CONSUMED; sqe[i] = NO_SQE; data[i] = NO_DATA; i++
+		:: i < BUFFERS -> state[i] = CONSUMED; sqe[i] = NO_SQE; data[i] = NO_DATA;
+			free_buffers[i] = BUFFERS - 1 - i; i++
 		:: else -> break
 		od;
 #if DESIGN == SINGLE

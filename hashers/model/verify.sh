@@ -139,10 +139,13 @@ small_checks() {
 		both "$design" 1 2 5
 		both "$design" 2 1 4
 		both "$design" 3 2 5
-		both "$design" 2 3 7
+		both "$design" 2 3 6
 		both "$design" 2 2 5 RETRIES=2
 	done
 	both SINGLE 2 2 5 PROCESS_IN_INNER_LOOP=1
+	both MULTI 2 3 6 WINDOW=1
+	both MULTI 2 3 5 WINDOW=2 GROWS
+	both SINGLE 2 3 6 WINDOW=1 GROWS
 	# the article's broken producer must deadlock, and the trail must show how
 	check deadlock MULTI_BLOCKING 2 2 5 safety
 	check deadlock MULTI_BLOCKING 1 1 3 safety
@@ -156,6 +159,8 @@ small_checks() {
 	check deadlock MULTI 2 2 5 safety BUG_LOST_WAKEUP
 	check assertion MULTI 2 2 5 safety BUG_AHEAD_UNREAD
 	check assertion MULTI 2 2 5 safety BUG_AHEAD_MISCOUNT
+	check assertion MULTI 2 3 6 safety BUG_RECLAIM_UNHASHED
+	check deadlock MULTI 2 3 6 safety WINDOW=1 BUG_WINDOW_LATE
 }
 
 large_checks() {
