@@ -39,9 +39,9 @@
 	NUMBER(window, COUNT, 0, URING, 0, 0, UINT32_MAX, "win", 0, "N", \
 	       "the window", "block", "is more than 32 bits hold", \
 	       "blocks read ahead of the hashing, at most, each into the buffer freed last\n" \
-	       "0: every buffer; uring_b3sum's 0: 12M (3 blocks of 4M) until the\n" \
-	       "hashing waits for the reads (2/3 of the first 8 blocks' time, or\n" \
-	       "1/2 of 8 blocks' twice in a row), then every buffer") \
+	       "0: every buffer; uring_b3sum's: 12M (3 blocks of 4M) at first\n" \
+	       "and every buffer once the hashing waits for the reads\n" \
+	       "(2/3 of the first 8 blocks' time, or 1/2 twice in a row)") \
 	NUMBER(direct_min, SIZE, 0, ALL, 0, 0, MAX_BLOCK_SIZE, "dmin", 0, "SIZE", \
 	       "the smallest O_DIRECT file", "byte", "is larger than the 1G maximum", \
 	       "uring_b3sum: O_DIRECT for a cold file of a block or SIZE or more\n" \
