@@ -17,8 +17,9 @@
  * cell the consumer has not released, so every block is hashed exactly once,
  * in order. Buffers are apart from cells: each request gets the buffer freed
  * last, taken back by the producer from the released cells in order, and the
- * window (ring_consume.c) bounds the bytes between the heads. A block with nothing to read (an empty or failed file) is
- * available as soon as it is requested, so every file reaches the consumer.
+ * window (ring_consume.c) bounds the bytes between the heads. A block with
+ * nothing to read (an empty or failed file) is available as soon as it is
+ * requested, so every file reaches the consumer.
  */
 #include <errno.h>
 #include <linux/futex.h>

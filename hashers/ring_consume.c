@@ -7,7 +7,6 @@
  * with the ring (ring_setup.c, ring_start()) and changed only here.
  */
 #include <string.h>
-#include <stdlib.h>
 
 #include "faults.h"
 
@@ -198,6 +197,7 @@ void ring_say_window(const struct ring *r)
 {
 	const struct window *w = &r->window;
 	unsigned small = window_small(r);
+	unsigned small_mib = (unsigned)((size_t)small * r->cfg->knobs.block_size >> 20);
 
 	if (!r->cfg->adapts_window || r->cfg->knobs.window || !r->have_uring || !r->bytes_hashed)
 		return;
@@ -206,8 +206,7 @@ void ring_say_window(const struct ring *r)
 			r->cfg->nr_cells, WINDOW_SMALL >> 20);
 	else if (!w->periods)
 		fprintf(stderr, "%s: window %u blocks (%uM): under %u blocks through the ring, too few to "
-			"measure the reads\n", r->cfg->prog, small,
-			(unsigned)((size_t)small * r->cfg->knobs.block_size >> 20), small + WINDOW_PERIOD);
+			"measure the reads\n", r->cfg->prog, small, small_mib, small + WINDOW_PERIOD);
 	else if (w->grown_at)
 		fprintf(stderr, "%s: window every buffer (%u) from block %llu on: the hashing waited for the reads "
 			"%.0f%% of the time at %u blocks (over %s: they were behind)\n", r->cfg->prog, r->cfg->nr_cells,
@@ -216,8 +215,7 @@ void ring_say_window(const struct ring *r)
 	else
 		fprintf(stderr, "%s: window %u blocks (%uM): the hashing waited for the reads at most %.0f%% of the "
 			"time in %u periods of %u blocks (never over 1/2 twice in a row: they kept ahead)\n", r->cfg->prog,
-			small, (unsigned)((size_t)small * r->cfg->knobs.block_size >> 20), 100 * w->most_waited,
-			w->periods, WINDOW_PERIOD);
+			small, small_mib, 100 * w->most_waited, w->periods, WINDOW_PERIOD);
 }
 
 /*

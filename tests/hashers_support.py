@@ -11,17 +11,35 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import blake3
+import pytest
 
 from harness.machine.page_cache import cached_pages
 
 REPO = Path(__file__).resolve().parents[1]
 BIN_DIR = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
+SHM = Path("/dev/shm")
+
+
+@contextmanager
+def tmpfs_file(name: str, size: int) -> Iterator[Path]:
+    """SIZE random bytes on tmpfs, removed afterwards (skipped where there is none): read through
+    the ring (--path ring --buffered) each block is there at once, and no cache drop of a test beside
+    this one can send its reads to the disk."""
+    if not SHM.is_dir():
+        pytest.skip(f"needs tmpfs at {SHM}")
+    path = SHM / f"{name}-{os.getpid()}.bin"
+    path.write_bytes(os.urandom(size))
+    try:
+        yield path
+    finally:
+        path.unlink()
 
 
 def _described() -> dict[str, dict]:

@@ -14,26 +14,19 @@ from typing import Iterator
 
 import pytest
 
-from hashers_support import B3SUM, BIN_DIR, REPO, evict
+from hashers_support import B3SUM, BIN_DIR, REPO, SHM, evict, tmpfs_file
 
 pytestmark = pytest.mark.independent   # its own files only: evicted by fadvise, never the whole cache
 
 FAULTS_BIN = REPO / "build" / "faults" / "bin"
-SHM = Path("/dev/shm")
 MiB = 1 << 20
 
 
 @pytest.fixture(scope="module")
 def cached() -> Iterator[Path]:
-    """6 MiB on tmpfs, so no cache drop of a test beside this one can send its reads to the disk:
-    read through the ring (--path ring --buffered), each block is there at once unless a lag says
-    otherwise."""
-    if not SHM.is_dir():
-        pytest.skip(f"needs tmpfs at {SHM}")
-    path = SHM / f"ringsum-hashing-{os.getpid()}.bin"
-    path.write_bytes(os.urandom(6 * MiB))
-    yield path
-    path.unlink()
+    """6 MiB on tmpfs: each block is there at once unless a lag says otherwise."""
+    with tmpfs_file("ringsum-hashing", 6 * MiB) as path:
+        yield path
 
 
 def hash_with(argv: list[str], report: Path, faults: str = "", cpus: set[int] | None = None,

@@ -16,25 +16,19 @@ from typing import Iterator
 
 import pytest
 
-from hashers_support import B3SUM, BIN_DIR, REPO
+from hashers_support import B3SUM, BIN_DIR, REPO, tmpfs_file
 
 pytestmark = pytest.mark.independent   # its own files only
 
 FAULTS_BIN = REPO / "build" / "faults" / "bin"
-SHM = Path("/dev/shm")
 MiB = 1 << 20
 
 
 @pytest.fixture(scope="module")
 def data() -> Iterator[Path]:
-    """40 MiB on tmpfs: read through the ring (--path ring --buffered), each block is there at once
-    unless a lag says otherwise, and no cache drop beside this test can send it to the disk."""
-    if not SHM.is_dir():
-        pytest.skip(f"needs tmpfs at {SHM}")
-    path = SHM / f"ringsum-window-{os.getpid()}.bin"
-    path.write_bytes(os.urandom(40 * MiB))
-    yield path
-    path.unlink()
+    """40 MiB on tmpfs: each block is there at once unless a lag says otherwise."""
+    with tmpfs_file("ringsum-window", 40 * MiB) as path:
+        yield path
 
 
 def run(binary: Path, path: Path, *options: str, faults: str = "") -> subprocess.CompletedProcess[str]:
