@@ -4,7 +4,9 @@
   set on the block device of each test file (the whole disk of a partition);
 - the RAM device: a tmpfs holding one image file, a loop device over it (direct I/O: no second
   copy in the page cache), ext4 on it, mounted in the state directory, the datasets copied there;
-  it is dropped from the page cache like any disk, so that its limit is memory speed;
+  it is dropped from the page cache like any disk, so that its limit is memory speed. Its
+  read-ahead is the disk's (a loop device keeps whatever the last user set: 128 KiB or 2560 by
+  the loop number, against the disk's 8192 on the Zen 5), and what it was is put back;
 - cores: the first N CPUs the driver may use, set by harness/conditions/confine.py on hyperfine and inherited.
 
 Everything made is recorded in the state directory (conditions.json) before it is made, and removed
@@ -40,6 +42,8 @@ RAM_DIR = "ram"  # where the RAM device is mounted
 BACKING_DIR = "ram-backing"
 BLKIO = Path("/sys/fs/cgroup/blkio")
 CGROUP_NAME = re.compile(r"ringsum-[0-9a-f]{8}-\d+")
+READ_AHEAD = re.compile(r"/sys/block/loop\d+/queue/read_ahead_kb")
+DEFAULT_READ_AHEAD_KB = 128  # the kernel's, for a file on no block device (VM_READAHEAD_PAGES)
 LOOP_CONTROL = Path("/dev/loop-control")
 RAM_TOOLS = ("losetup", "mkfs.ext4", "mount", "umount")
 
@@ -144,8 +148,9 @@ class Record:
         self.owner = [os.getpid(), uuid.uuid4().hex]
         self.made: list[dict[str, str]] = []
 
-    def add(self, kind: str, path: str) -> None:
-        self.made.append({"kind": kind, "path": path})
+    def add(self, kind: str, path: str, value: str = "") -> None:
+        """value: what to put back (a setting's), or nothing (a thing to remove)."""
+        self.made.append({"kind": kind, "path": path, **({"value": value} if value else {})})
         self._write({"owner": self.owner, "made": self.made})
 
     def clear(self) -> None:
@@ -165,6 +170,8 @@ def _ours(kind: str, path: str, state: Path) -> bool:
     """A recorded thing is removed only where ringsum makes such things."""
     if kind == "cgroup":
         return Path(path).parent == BLKIO and CGROUP_NAME.fullmatch(Path(path).name) is not None
+    if kind == "readahead":
+        return READ_AHEAD.fullmatch(path) is not None
     return Path(path).parent == state and Path(path).name in (RAM_DIR, BACKING_DIR) or (
         kind == "loop" and Path(path).parent == state / BACKING_DIR)
 
@@ -179,7 +186,8 @@ def clean_leftovers(log: Callable[[str], None]) -> None:
         text = f.read()
     try:
         data = json.loads(text)
-        owner, made = int(data["owner"][0]), [(m["kind"], str(m["path"])) for m in data["made"]]
+        owner = int(data["owner"][0])
+        made = [(m["kind"], str(m["path"]), str(m.get("value", ""))) for m in data["made"]]
     except (ValueError, KeyError, TypeError, IndexError):
         log(f"note: {path} is corrupt; removed (nothing it names is touched)")
         path.unlink()
@@ -187,9 +195,9 @@ def clean_leftovers(log: Callable[[str], None]) -> None:
     if statemod.alive(owner) and owner != os.getpid():
         return  # another run's, still going (runs with their own locks in the tests)
     log(f"ringsum: removing what an earlier run left under its conditions ({len(made)} things, from {path})")
-    for kind, p in reversed(made):
+    for kind, p, value in reversed(made):
         if _ours(kind, p, state):
-            _remove(kind, p, log)
+            _remove(kind, p, log, value)
         else:
             log(f"ringsum: not removing {kind} {p}: not a place ringsum makes one")
     path.unlink()
@@ -202,9 +210,12 @@ def _run(argv: list[str]) -> str:
     return r.stdout.strip()
 
 
-def _remove(kind: str, path: str, log: Callable[[str], None]) -> None:
+def _remove(kind: str, path: str, log: Callable[[str], None], value: str = "") -> None:
     try:
-        if kind == "cgroup":
+        if kind == "readahead":
+            if value.isdigit() and os.path.exists(path):  # a device detached since has no setting to put back
+                Path(path).write_text(value + "\n")
+        elif kind == "cgroup":
             _remove_cgroup(Path(path))
         elif kind == "mount":
             _unmount(path)
@@ -277,7 +288,7 @@ class Environment:
 
     def close(self) -> None:
         for m in reversed(self.record.made):
-            _remove(m["kind"], m["path"], self.log)
+            _remove(m["kind"], m["path"], self.log, m.get("value", ""))
         self.record.clear()
 
     def _capped(self, cond: Condition, index: int, sources: list[Dataset], loop: tuple[int, int] | None) -> Path:
@@ -309,12 +320,29 @@ class Environment:
         inodes = sum(d.files for d in sources.values()) * 2 + 1024
         _run(["mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-m", "0", "-N", str(inodes), str(image)])
         dev = _run(["losetup", "--find", "--show", "--direct-io=on", str(image)])
+        self._read_ahead_as_disk(dev, datasets)
         self.record.add("mount", str(mnt))
         _run(["mount", "-t", "ext4", "-o", "noatime", dev, str(mnt)])
         for copy in copies:
             _copy(sources[copy.copy_of], Path(copy.path))
         st = os.stat(dev)
         return os.major(st.st_rdev), os.minor(st.st_rdev)
+
+
+    def _read_ahead_as_disk(self, dev: str, datasets: list[Dataset]) -> None:
+        """The loop device reads ahead as the disk of the first dataset does: the two devices differ
+        in speed alone. Recorded first, so that every way out puts the old setting back."""
+        name = Path(dev).name
+        setting = Path(f"/sys/block/{name}/queue/read_ahead_kb")
+        if not READ_AHEAD.fullmatch(str(setting)) or not setting.exists():
+            raise EmulationError(f"condition ram: {dev} has no read-ahead setting in /sys/block")
+        disk = whole_disk(datasets[0].path) if datasets else None
+        wanted = DEFAULT_READ_AHEAD_KB
+        if disk:
+            wanted = int(Path(f"/sys/dev/block/{disk[0]}:{disk[1]}/queue/read_ahead_kb").read_text())
+        self.record.add("readahead", str(setting), setting.read_text().strip())
+        setting.write_text(f"{wanted}\n")
+        self.log(f"condition ram: {dev} reads ahead {wanted} KiB, as the disk of {datasets[0].path if datasets else '-'}")
 
 
 def _copy(source: Dataset, dest: Path) -> None:
