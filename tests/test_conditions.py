@@ -304,6 +304,9 @@ def test_nothing_is_left_after_sigterm(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert [m for m in made if still_there(*m)] == []
     assert not (tmp_path / "state" / "conditions.json").exists()
+    kept = json.loads((run_dir / "meta.json").read_text())["system_settings"]
+    assert {"path": str(setting), "before": before, "during": str(read_ahead_kb(tmp_path / "f.bin"))}.items() <= \
+        next(s for k in kept for s in k["settings"] if s["path"] == str(setting)).items()
 
 
 @needs_root

@@ -267,6 +267,7 @@ class Environment:
         self.state = statemod.state_dir().absolute()
         self.record = Record(self.state / STATE_FILE)
         self.confinements: dict[str, Confinement] = {}
+        self.settings: list[dict[str, str]] = []  # what the conditions changed, as meta.json's system_settings
 
     def start(self, conds: list[Condition], datasets: list[Dataset], programs: Iterable[tuple[Condition, str]]) -> None:
         """A plan's conditions made, as check_machine takes them."""
@@ -340,9 +341,11 @@ class Environment:
         wanted = DEFAULT_READ_AHEAD_KB
         if disk:
             wanted = int(Path(f"/sys/dev/block/{disk[0]}:{disk[1]}/queue/read_ahead_kb").read_text())
-        self.record.add("readahead", str(setting), setting.read_text().strip())
+        before = setting.read_text().strip()
+        self.record.add("readahead", str(setting), before)
         setting.write_text(f"{wanted}\n")
-        self.log(f"condition ram: {dev} reads ahead {wanted} KiB, as the disk of {datasets[0].path if datasets else '-'}")
+        self.settings.append({"name": "RAM device read-ahead (KiB)", "path": str(setting), "before": before,
+                              "during": str(wanted), "note": "the disk's" if disk else "the kernel's default"})
 
 
 def _copy(source: Dataset, dest: Path) -> None:

@@ -117,6 +117,8 @@ def prepare_new_run(opts: Options, v: Validated, env: Environment) -> RunState:
         "speed_limit": None, "seed": seed, "tools": tools, "python": sys.executable,
     }
     res.write_meta(run_dir, meta)
+    if env.settings:
+        record_settings(run_dir, env.settings)
     return RunState(run_dir=run_dir, config=config, plan=plan, orders=orders, seed=seed,
                     tools=tools, refs=ref, confine=env.confinement)
 
@@ -171,6 +173,8 @@ def prepare_resume(opts: Options, env: Environment) -> RunState | None:
     meta.setdefault("resumed_at", []).append(iso(utcnow()))
     meta["finished_at"] = None
     res.write_meta(run_dir, meta)
+    if env.settings:
+        record_settings(run_dir, env.settings)
     log(f"resuming run directory: {run_dir}")
     return RunState(run_dir=run_dir, config=config, plan=plan, orders=pj["orders"], seed=pj["seed"],
                     tools=tools, refs=ref, confine=env.confinement)
