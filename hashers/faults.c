@@ -18,7 +18,8 @@
  * and keeps at most N reads unfinished; buffered:1 drops O_DIRECT; tick:MS redraws
  * --progress every MS milliseconds (0: after every block and file), so tests need no timing;
  * readlag:MS waits before every read is queued (a slow disk), hashlag:MS before every block
- * is hashed (a slow core), so a test can put the reads behind the hashing or ahead of it;
+ * is hashed, and every file from its mapping once mapped (a slow core), so a test can put
+ * the reads behind the hashing or ahead of it, or change a mapped file before it is hashed;
  * inplacelag:US and prefetchlag:US wait before each task of a mapped file (or half of one),
  * and each ring block (or half), hashed with that staging, so a test can make either lose a
  * staging trial.

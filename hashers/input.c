@@ -6,38 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "ringsum.h"
 
-/*
- * A mapped file that is truncated while it is hashed faults with SIGBUS. The
- * handler maps zeros over the hole and the rest of the mapping (every page past
- * the new end would fault too: a signal each made a 6 GiB file cut to 1 MiB
- * take 11 s to report), so that hashing runs on, and the file is then reported
- * as changed. A signal handler has no context but globals, hence these.
- */
-static volatile sig_atomic_t mapped_file_lost_pages;
-static uintptr_t mapped_start, mapped_end;
-
-static void on_sigbus(int sig, siginfo_t *info, void *context)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	uintptr_t hole = (uintptr_t)info->si_addr & ~(uintptr_t)(page - 1);
-	/* zeros from the hole to the end of the file's mapping: a fault outside it gets its page only */
-	size_t length = hole >= mapped_start && hole < mapped_end ? mapped_end - hole : (size_t)page;
-
-	(void)sig;
-	(void)context;
-	mapped_file_lost_pages = 1;
-	if (mmap((void *)hole, length, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
-		_exit(128 + SIGBUS);
-}
 
 static const char *const staging_names[] = {
 	[STAGE_IN_PLACE] = "in-place", [STAGE_READ_ONCE] = "read-once", [STAGE_COPY] = "copy",
@@ -87,28 +62,6 @@ static void say_trial(struct ring *r, const struct input *in)
 		trial.cost_ns < 0 ? " (nothing: the other staging's tasks ran faster, not by enough to be taken)" : "");
 }
 
-static int hash_from_memory(const struct ring *r, struct input *in)
-{
-	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, old;
-	uint64_t size = in->size;
-	void *map;
-
-	if (!size)
-		return 0;
-	/* No MAP_POPULATE: the hashing threads fault the pages in, in parallel, instead of one serial pass. */
-	map = mmap(NULL, size, PROT_READ, MAP_SHARED, in->fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	mapped_file_lost_pages = 0;
-	mapped_start = (uintptr_t)map;
-	mapped_end = mapped_start + size;
-	sigaction(SIGBUS, &sa, &old);
-	/* the whole file at once, every core: a window at a time would wait for the slowest task of each */
-	hash_mapped(&in->hasher, map, size, r->cfg->knobs.stage_size, r->cfg->staging, r->cfg->knobs.map_release);
-	sigaction(SIGBUS, &old, NULL);
-	munmap(map, size);
-	return mapped_file_lost_pages ? -ERR_FILE_CHANGED : 0;
-}
 
 /* IOPOLL spins on the device's poll queues; on a device without them it would never complete. */
 static int check_pollable(const struct stat *st)
@@ -159,6 +112,8 @@ static int classify(struct input *in)
 
 static const char *hashing_name(const struct ring *r, const struct input *in)
 {
+	if (in->hashed_beside)
+		return "beside";	/* on one core, beside other files */
 	if (in->from_memory || r->cfg->hashing == HASH_PARALLEL)
 		return "parallel";
 	return r->cfg->hashing == HASH_WHEN_BEHIND ? "when-behind" : "serial";
@@ -222,6 +177,11 @@ static void report_effective(const struct ring *r, const struct input *in)
 	char trial[160] = "null";	/* a staging given has none */
 	struct staging_trial found;
 	enum staging how = staging_now(r, in, &found);
+
+	if (in->hashed_beside) {	/* in place, with no trial: ring_consume.c */
+		how = STAGE_IN_PLACE;
+		found.decided = false;
+	}
 
 	if (r->have_uring)
 		snprintf(depth, sizeof(depth), "%u", r->cfg->knobs.queue_depth);
@@ -329,6 +289,8 @@ void input_open(struct ring *r, struct input *in, unsigned index)
 	in->completions = 0;
 	in->ring_bytes = in->parallel_bytes = 0;
 	in->from_memory = false;
+	in->mapping = NULL;
+	in->hashed_beside = false;
 	in->opened = false;
 	in->end_seen = false;
 	in->hasher = r->base_hasher;
@@ -420,7 +382,8 @@ static void print_result(struct ring *r, struct input *in)
 void input_finish(struct ring *r, struct input *in)
 {
 	if (!in->error && in->from_memory) {
-		in->error = hash_from_memory(r, in);
+		if (!in->hashed_beside)
+			in->error = input_hash_mapped(r, in);
 		r->progress.memory_bytes += in->size;
 	}
 	if (staging_given(r, in) == STAGE_MEASURED)

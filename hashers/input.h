@@ -38,6 +38,8 @@ struct input {
 	uint64_t completions;		/* reaped for this file, counted by fault injection */
 	int error;			/* first error, negative; the producer's until the file's last block is available */
 	bool from_memory;		/* hash it from the page cache instead of reading it */
+	void *mapping;			/* of size bytes, while mapped beside others (ring_consume.c) */
+	bool hashed_beside;		/* hashed from memory beside other files already */
 	bool opened;			/* its path was chosen: --effective reports it once it is finished */
 	bool end_seen;			/* its last read asked past its size and stopped there: no probe needed */
 	uint64_t ring_bytes;		/* hashed from the ring's cells */
@@ -111,6 +113,12 @@ bool mostly_cached(int fd, uint64_t size);
 /* input.c: opening a file, choosing its path, and finishing it; called by the ring, never calling it */
 void input_open(struct ring *r, struct input *in, unsigned index);
 void input_finish(struct ring *r, struct input *in);
+/* mapping.c: hashing a cached file from its mapping, alone or beside others */
+int input_hash_mapped(const struct ring *r, struct input *in);
+int input_map(struct input *in);
+void input_unmap(struct input *in);
+void input_guard_mappings(void);
+bool input_unguard_mappings(void);
 size_t block_length(const struct ring *r, const struct input *in, uint64_t block);
 
 #endif
