@@ -22,7 +22,8 @@
  * the reads behind the hashing or ahead of it, or change a mapped file before it is hashed;
  * inplacelag:US and prefetchlag:US wait before each task of a mapped file (or half of one),
  * and each ring block (or half), hashed with that staging, so a test can make either lose a
- * staging trial.
+ * staging trial; sidelag:US and onelag:US before each small file of the ring hashed side by
+ * side or one by one, so that either loses the trial of the two (ring_consume.c).
  * Without the variable, a file `ringsum-faults` beside the binary holds the spec: one run can
  * then time several injected builds side by side (harness/check/power.py).
  */
@@ -32,6 +33,7 @@ static unsigned nr_faults;
 static unsigned long long slow_percent;
 static unsigned read_lag_ms, hash_lag_ms;
 static unsigned staging_lag_us[STAGE_MEASURED];
+static unsigned side_lag_us, one_lag_us;
 
 static void inject_lag(unsigned long long us)
 {
@@ -99,6 +101,10 @@ void faults_setup(struct ring_config *cfg, struct progress *progress)
 			staging_lag_us[STAGE_IN_PLACE] = n;
 		else if (!strcmp(name, "prefetchlag") && n < 1000000)
 			staging_lag_us[STAGE_PREFETCH] = n;
+		else if (!strcmp(name, "sidelag") && n < 1000000)
+			side_lag_us = n;
+		else if (!strcmp(name, "onelag") && n < 1000000)
+			one_lag_us = n;
 		spec += used + (spec[used] == ',');
 	}
 	if (staging_lag_us[STAGE_IN_PLACE] || staging_lag_us[STAGE_PREFETCH])
@@ -137,5 +143,10 @@ void fault_lag_read(void)
 void fault_lag_hash(void)
 {
 	inject_lag(hash_lag_ms * 1000ull);
+}
+
+void fault_lag_small(bool side)
+{
+	inject_lag(side ? side_lag_us : one_lag_us);
 }
 #endif

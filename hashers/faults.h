@@ -11,12 +11,14 @@ int fault_result(const struct input *in, int res);
 void fault_lag_read(void);
 void fault_lag_hash(void);
 void fault_slowdown(uint64_t bytes_hashed);
+void fault_lag_small(bool side);
 #else
 static inline void faults_setup(struct ring_config *cfg, struct progress *progress) { (void)cfg; (void)progress; }
 static inline int fault_result(const struct input *in, int res) { (void)in; return res; }
 static inline void fault_lag_read(void) { }
 static inline void fault_lag_hash(void) { }
 static inline void fault_slowdown(uint64_t bytes_hashed) { (void)bytes_hashed; }
+static inline void fault_lag_small(bool side) { (void)side; }
 #endif
 
 #endif

@@ -101,11 +101,13 @@ static int hash_all(struct ring *r, const struct options *opts, const struct var
 	}
 	ring_start(r, &source);
 	ring_window_start(r);
+	ring_side_trial_start(r);
 	ret = (r->have_uring || !v->uses_uring ? v->hash_stream : hash_stream_pread)(r);
 	ring_drain(r);
 	progress_end(&r->progress);
 	if (opts->verbose) {
 		ring_say_window(r);
+		ring_say_side_trial(r);
 		ring_say_hashing(r, v);
 	}
 	if (ret < 0)

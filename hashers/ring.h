@@ -47,6 +47,23 @@ struct window {
 	bool grown_first;		/* by the first period alone */
 };
 
+/*
+ * Whether the ring's small files go side by side, measured (ring_consume.c):
+ * periods of small files hashed side by side and one by one, in turn.
+ */
+#define SIDE_TRIAL_PAIRS 8
+
+struct side_trial {
+	bool measured;			/* still measuring: uring_b3sum, hashing when behind */
+	bool side;			/* this period's way, or the winner's */
+	unsigned periods;		/* ended so far */
+	unsigned files;			/* small files hashed this period */
+	uint64_t start_ns;
+	uint64_t ns[2];			/* this pair's periods: [0] one by one, [1] side by side */
+	double ratios[SIDE_TRIAL_PAIRS];	/* side by side / one by one, a pair each */
+	double ratio;			/* their median, once decided */
+};
+
 /* How the consumer hashes a block of the ring. */
 enum hashing {
 	HASH_SERIAL,			/* on the consumer's thread alone */
@@ -114,6 +131,7 @@ struct ring {
 	uint64_t released_bytes;	/* the consumer's: the charges of every block it released */
 	_Atomic uint64_t request_limit;	/* the consumer's: released_bytes + the window's bytes */
 	struct window window;		/* the consumer's (ring_consume.c) */
+	struct side_trial side_trial;	/* the consumer's (ring_consume.c) */
 	unsigned hashed_ahead;		/* cells from the consumer head on hashed side by side already */
 	struct hash_job *hash_jobs;	/* hash_side_by_side()'s (ring_consume.c), one per cell */
 	unsigned consumer_input;	/* files finished so far */
@@ -160,6 +178,8 @@ void ring_wake_producer(struct ring *r);
 unsigned ring_consume(struct ring *r);
 void ring_window_start(struct ring *r);
 void ring_say_window(const struct ring *r);
+void ring_side_trial_start(struct ring *r);
+void ring_say_side_trial(const struct ring *r);
 
 static inline struct cell *cell_of(struct ring *r, uint64_t block)
 {

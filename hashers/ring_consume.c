@@ -6,6 +6,7 @@
  * hashing state (hashed_ahead, hash_jobs, parallel_bytes) is set up and reset
  * with the ring (ring_setup.c, ring_start()) and changed only here.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "faults.h"
@@ -97,6 +98,66 @@ static void unmap_side(struct ring *r, unsigned cells, bool lost)
  * here and hashed in place (input.c finishes them). Returns how many cells
  * from the head it hashed (0: none, hash_block() goes on as before).
  */
+/*
+ * Small files side by side keep the cores busy when the hashing is behind
+ * the reads, and cost when it is not: after each batch TBB's workers spin,
+ * and the producer, opening and copying file after file, loses its core to
+ * them. The cached 16,384 x 64 KiB tree on the Zen 5's two cores took 0.91-0.95
+ * of the time one by one with AVX-512, 1.11 with AVX2 and 1.52 with SSE4.1
+ * (docs/cold-path/mapped-side-zen5-run/races.log), and the time the hashing
+ * waited for the reads did not tell them apart. So uring_b3sum measures it:
+ * periods of SIDE_PERIOD_FILES small files one by one and side by side in
+ * turn, in pairs whose order turns each pair, and the median pair's faster
+ * way takes the rest. Until then, and with fewer small files, side by side.
+ */
+#define SIDE_PERIOD_FILES 64
+
+void ring_side_trial_start(struct ring *r)
+{
+	memset(&r->side_trial, 0, sizeof(r->side_trial));
+	r->side_trial.measured = r->cfg->adapts_window && r->cfg->hashing == HASH_WHEN_BEHIND;
+	r->side_trial.side = true;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* A small file of the ring hashed (cell c, before its release): the period's count and, at its end, the pair's. */
+static void side_trial_tick(struct ring *r)
+{
+	struct side_trial *t = &r->side_trial;
+	uint64_t now;
+	double sorted[SIDE_TRIAL_PAIRS];
+
+	if (!t->measured)
+		return;
+	now = ring_clock_ns();
+	if (!t->files++)
+		t->start_ns = now;
+	if (t->files <= SIDE_PERIOD_FILES)
+		return;
+	t->ns[t->side] = now - t->start_ns;
+	t->files = 1;
+	t->start_ns = now;
+	if (++t->periods % 2 == 0) {
+		t->ratios[t->periods / 2 - 1] = (double)t->ns[1] / t->ns[0];
+		if (t->periods == 2 * SIDE_TRIAL_PAIRS) {
+			memcpy(sorted, t->ratios, sizeof(sorted));
+			qsort(sorted, SIDE_TRIAL_PAIRS, sizeof(sorted[0]), compare_doubles);
+			t->ratio = (sorted[SIDE_TRIAL_PAIRS / 2 - 1] + sorted[SIDE_TRIAL_PAIRS / 2]) / 2;
+			t->side = t->ratio < 1;
+			t->measured = false;
+			return;
+		}
+		return;		/* the next pair begins the way this one ended: its order turned */
+	}
+	t->side = !t->side;
+}
+
 static unsigned hash_side_by_side(struct ring *r)
 {
 	unsigned run = 0, files = 0, mapped = 0;
@@ -107,7 +168,8 @@ static unsigned hash_side_by_side(struct ring *r)
 	while (run < r->cfg->nr_cells) {
 		struct cell *c = cell_of(r, r->consumer_head + run);
 
-		if (cell_state(c) != CELL_AVAILABLE || !(whole_small_file(c) || whole_mapped_file(c)))
+		if (cell_state(c) != CELL_AVAILABLE ||
+		    !((whole_small_file(c) && r->side_trial.side) || whole_mapped_file(c)))
 			break;
 		files += (!c->file_failed && c->want) || whole_mapped_file(c);
 		run++;
@@ -128,6 +190,7 @@ static unsigned hash_side_by_side(struct ring *r)
 			mapped++;
 		} else if (!c->file_failed && c->want) {
 			r->hash_jobs[files++] = (struct hash_job){ &c->input->hasher, c->buf, c->want };
+			fault_lag_small(true);
 		}
 	}
 	if (files < 2) {
@@ -292,11 +355,16 @@ unsigned ring_consume(struct ring *r)
 		/* cells the side-by-side pass hashed already are only walked over */
 		if (!r->hashed_ahead)
 			r->hashed_ahead = hash_side_by_side(r);
-		if (r->hashed_ahead)
+		if (r->hashed_ahead) {
 			r->hashed_ahead--;
-		else if (!c->file_failed)
+		} else if (!c->file_failed) {
+			if (c->want && whole_small_file(c))
+				fault_lag_small(false);
 			hash_block(r, c);
+		}
 		r->bytes_hashed += c->want;
+		if (c->want && whole_small_file(c) && !c->file_failed)
+			side_trial_tick(r);
 		if (c->last)
 			input_finish(r, c->input);
 		progress_tick(r);
@@ -314,4 +382,20 @@ unsigned ring_consume(struct ring *r)
 				   atomic_exchange_explicit(&r->in_flight_peak, ring_in_flight(r),
 							    memory_order_relaxed));
 	return blocks;
+}
+
+/* --verbose, at the end: which way the small files went, and why. */
+void ring_say_side_trial(const struct ring *r)
+{
+	const struct side_trial *t = &r->side_trial;
+
+	if (!r->cfg->adapts_window || r->cfg->hashing != HASH_WHEN_BEHIND || !t->periods)
+		return;
+	if (t->measured)
+		fprintf(stderr, "%s: small files side by side: too few to measure (%u periods of %u)\n", r->cfg->prog,
+			t->periods, 2 * SIDE_TRIAL_PAIRS);
+	else
+		fprintf(stderr, "%s: small files %s, measured here: side by side / one by one %.3f, the median of %u "
+			"pairs of periods of %u files\n", r->cfg->prog, t->side ? "side by side" : "one by one", t->ratio,
+			SIDE_TRIAL_PAIRS, SIDE_PERIOD_FILES);
 }

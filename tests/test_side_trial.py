@@ -1,0 +1,76 @@
+"""The ring's small files side by side or one by one, measured in the process (hashers/ring_consume.c):
+periods of 64 small files each way in turn, 8 pairs, the median pair's faster way taking the rest. The
+faults build's sidelag and onelag slow one way down, so the test knows which must win; the timing of a
+real run is a benchmark's (docs/cold-path/side-trial-zen5-run), not a test's. The trees are on tmpfs:
+every file there at once, cached whatever cache drop runs beside."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hashers_support import B3SUM, BIN_DIR, REPO, SHM
+
+pytestmark = [pytest.mark.independent,   # its own files only
+              pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="side by side needs two cores")]
+
+FAULTS_BIN = REPO / "build" / "faults" / "bin"
+TRIAL_FILES = 16 * 64   # 8 pairs of periods of 64 files
+
+
+def small_tree(files: int) -> Iterator[Path]:
+    if not SHM.is_dir():
+        pytest.skip(f"needs tmpfs at {SHM}")
+    path = SHM / f"ringsum-side-{os.getpid()}-{time.monotonic_ns()}"
+    path.mkdir()
+    try:
+        for i in range(files):   # 16 KiB and up, a few sizes, all under the side-by-side bound (256 KiB)
+            (path / f"f{i:05d}").write_bytes(os.urandom(16384 + 4096 * (i % 5) + i % 7))
+        yield path
+    finally:
+        shutil.rmtree(path)
+
+
+@pytest.fixture(scope="module")
+def tree() -> Iterator[Path]:
+    yield from small_tree(TRIAL_FILES + 150)
+
+
+def hash_tree(binary: Path, tree: Path, *options: str, faults: str = "") -> str:
+    """--verbose's line on the small files (or ""), the hashes checked against b3sum's."""
+    env = {**os.environ, "RINGSUM_FAULTS": faults} if faults else None
+    r = subprocess.run([str(binary), "--verbose", *options, "-r", str(tree)], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stderr
+    files = sorted(str(p) for p in tree.iterdir())
+    expected = subprocess.run([str(B3SUM), *files], capture_output=True, text=True, check=True).stdout
+    assert sorted(r.stdout.splitlines()) == sorted(expected.splitlines())
+    return "\n".join(line for line in r.stderr.splitlines() if ": small files " in line)
+
+
+@pytest.mark.parametrize("faults, way", [("sidelag:300", "one by one"), ("onelag:300", "side by side")])
+def test_the_slower_way_loses(tree: Path, faults: str, way: str) -> None:
+    """300 us before each small file hashed one way: that way takes 0.3 s a period more than the other."""
+    line = hash_tree(FAULTS_BIN / "uring_b3sum", tree, faults=faults)
+    m = re.fullmatch(r"uring_b3sum: small files (side by side|one by one), measured here: side by side / one by "
+                     r"one ([0-9.]+), the median of 8 pairs of periods of 64 files", line)
+    assert m, line
+    assert m[1] == way and (float(m[2]) > 2 if way == "one by one" else float(m[2]) < 0.5), line
+
+
+def test_too_few_small_files_keep_them_side_by_side() -> None:
+    for tree in small_tree(300):
+        line = hash_tree(BIN_DIR / "uring_b3sum", tree, faults="")
+        assert line == "uring_b3sum: small files side by side: too few to measure (4 periods of 16)", line
+
+
+@pytest.mark.parametrize("option", ["--serial-hash", "--parallel-hash"])
+def test_a_given_hashing_has_no_trial(tree: Path, option: str) -> None:
+    assert hash_tree(BIN_DIR / "uring_b3sum", tree, option) == ""
