@@ -35,7 +35,10 @@ static void on_sigbus(int sig, siginfo_t *info, void *context)
 		_exit(128 + SIGBUS);
 }
 
-/* A small cached file, mapped to be hashed beside others (ring_consume.c); no MAP_POPULATE, as below. */
+/*
+ * A cached file mapped, to be hashed alone or beside others. No MAP_POPULATE:
+ * the hashing threads fault the pages in, in parallel, instead of one serial pass.
+ */
 int input_map(struct input *in)
 {
 	void *map = mmap(NULL, in->size, PROT_READ, MAP_SHARED, in->fd, 0);
@@ -52,49 +55,57 @@ void input_unmap(struct input *in)
 	in->mapping = NULL;
 }
 
+/* While hashing from a mapping: a fault inside [start, end) zeros the rest of it, elsewhere its page. */
+static struct sigaction saved_sigbus;
+
+static void guard(uintptr_t start, uintptr_t end)
+{
+	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
+
+	mapped_file_lost_pages = 0;
+	mapped_start = start;
+	mapped_end = end;
+	sigaction(SIGBUS, &sa, &saved_sigbus);
+}
+
+/* Whether a page was lost meanwhile. */
+static bool unguard(void)
+{
+	sigaction(SIGBUS, &saved_sigbus, NULL);
+	return mapped_file_lost_pages;
+}
+
 /*
  * Around files hashed beside each other: a page lost to a truncation is a
  * page of zeros (every fault is outside one file's range), and afterwards
  * each of them is hashed again alone, which tells which file changed.
  */
-static struct sigaction guarded_sigbus;
-
 void input_guard_mappings(void)
 {
-	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO };
-
-	mapped_file_lost_pages = 0;
-	mapped_start = mapped_end = 0;
-	sigaction(SIGBUS, &sa, &guarded_sigbus);
+	guard(0, 0);
 }
 
 bool input_unguard_mappings(void)
 {
-	sigaction(SIGBUS, &guarded_sigbus, NULL);
-	return mapped_file_lost_pages;
+	return unguard();
 }
 
 /* A file alone, its tasks across the cores; its pages lost to a truncation: changed. */
 int input_hash_mapped(const struct ring *r, struct input *in)
 {
-	struct sigaction sa = { .sa_sigaction = on_sigbus, .sa_flags = SA_SIGINFO }, old;
-	uint64_t size = in->size;
-	void *map;
+	bool lost;
+	int ret;
 
-	if (!size)
+	if (!in->size)
 		return 0;
-	/* No MAP_POPULATE: the hashing threads fault the pages in, in parallel, instead of one serial pass. */
-	map = mmap(NULL, size, PROT_READ, MAP_SHARED, in->fd, 0);
-	if (map == MAP_FAILED)
-		return -errno;
-	mapped_file_lost_pages = 0;
-	mapped_start = (uintptr_t)map;
-	mapped_end = mapped_start + size;
-	sigaction(SIGBUS, &sa, &old);
+	if ((ret = input_map(in)) < 0)
+		return ret;
+	guard((uintptr_t)in->mapping, (uintptr_t)in->mapping + in->size);
 	fault_lag_hash();
 	/* the whole file at once, every core: a window at a time would wait for the slowest task of each */
-	hash_mapped(&in->hasher, map, size, r->cfg->knobs.stage_size, r->cfg->staging, r->cfg->knobs.map_release);
-	sigaction(SIGBUS, &old, NULL);
-	munmap(map, size);
-	return mapped_file_lost_pages ? -ERR_FILE_CHANGED : 0;
+	hash_mapped(&in->hasher, in->mapping, in->size, r->cfg->knobs.stage_size, r->cfg->staging,
+		    r->cfg->knobs.map_release);
+	lost = unguard();
+	input_unmap(in);
+	return lost ? -ERR_FILE_CHANGED : 0;
 }
