@@ -86,19 +86,6 @@ static void unmap_side(struct ring *r, unsigned cells, bool lost)
 }
 
 /*
- * Many small files: each is a single block below PARALLEL_HASH_MIN, so
- * hash_block() keeps every one on the consumer's core, one after another,
- * while the other cores wait (16,384 cached 64 KiB files: docs/trees.md).
- * When the cell after the consumer head's is available too, the reads are
- * ahead, as hash_block() judges it: the run of available cells from the head
- * on that each hold a whole small file is hashed side by side, the files
- * shared among the cores. Each file has its own hasher and its one block, so
- * the order across files does not matter; the consumer then finishes them in
- * order as it does any cell. Small mapped files join the run, each mapped
- * here and hashed in place (input.c finishes them). Returns how many cells
- * from the head it hashed (0: none, hash_block() goes on as before).
- */
-/*
  * Small files side by side keep the cores busy when the hashing is behind
  * the reads, and cost when it is not: after each batch TBB's workers spin,
  * and the producer, opening and copying file after file, loses its core to
@@ -108,14 +95,21 @@ static void unmap_side(struct ring *r, unsigned cells, bool lost)
  * waited for the reads did not tell them apart. So uring_b3sum measures it:
  * periods of SIDE_PERIOD_FILES small files one by one and side by side in
  * turn, in pairs whose order turns each pair, and the median pair's faster
- * way takes the rest. Until then, and with fewer small files, side by side.
+ * way takes the rest. Until then, and with fewer small files, side by side
+ * (docs/cold-path/side-trial-zen5-run: 0.92 of the time on AVX-512).
  */
 #define SIDE_PERIOD_FILES 64
+
+/* uring_b3sum's, unless a hashing is given */
+static bool side_trial_applies(const struct ring *r)
+{
+	return r->cfg->adapts_window && r->cfg->hashing == HASH_WHEN_BEHIND;
+}
 
 void ring_side_trial_start(struct ring *r)
 {
 	memset(&r->side_trial, 0, sizeof(r->side_trial));
-	r->side_trial.measured = r->cfg->adapts_window && r->cfg->hashing == HASH_WHEN_BEHIND;
+	r->side_trial.measured = side_trial_applies(r);
 	r->side_trial.side = true;
 }
 
@@ -126,7 +120,7 @@ static int compare_doubles(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* A small file of the ring hashed (cell c, before its release): the period's count and, at its end, the pair's. */
+/* A small file of the ring hashed, before its cell is released: the period's count and, at its end, the pair's. */
 static void side_trial_tick(struct ring *r)
 {
 	struct side_trial *t = &r->side_trial;
@@ -158,6 +152,19 @@ static void side_trial_tick(struct ring *r)
 	t->side = !t->side;
 }
 
+/*
+ * Many small files: each is a single block below PARALLEL_HASH_MIN, so
+ * hash_block() keeps every one on the consumer's core, one after another,
+ * while the other cores wait (16,384 cached 64 KiB files: docs/trees.md).
+ * When the cell after the consumer head's is available too, the reads are
+ * ahead, as hash_block() judges it: the run of available cells from the head
+ * on that each hold a whole small file is hashed side by side, the files
+ * shared among the cores. Each file has its own hasher and its one block, so
+ * the order across files does not matter; the consumer then finishes them in
+ * order as it does any cell. Small mapped files join the run, each mapped
+ * here and hashed in place (input.c finishes them). Returns how many cells
+ * from the head it hashed (0: none, hash_block() goes on as before).
+ */
 static unsigned hash_side_by_side(struct ring *r)
 {
 	unsigned run = 0, files = 0, mapped = 0;
@@ -349,21 +356,23 @@ unsigned ring_consume(struct ring *r)
 
 	while (blocks < r->cfg->nr_cells && !ring_consumed_all(r)) {
 		struct cell *c = cell_of(r, r->consumer_head);
+		bool small;
 
 		if (cell_state(c) != CELL_AVAILABLE)
 			break;
+		small = c->want && whole_small_file(c) && !c->file_failed;
 		/* cells the side-by-side pass hashed already are only walked over */
 		if (!r->hashed_ahead)
 			r->hashed_ahead = hash_side_by_side(r);
 		if (r->hashed_ahead) {
 			r->hashed_ahead--;
 		} else if (!c->file_failed) {
-			if (c->want && whole_small_file(c))
+			if (small)
 				fault_lag_small(false);
 			hash_block(r, c);
 		}
 		r->bytes_hashed += c->want;
-		if (c->want && whole_small_file(c) && !c->file_failed)
+		if (small)
 			side_trial_tick(r);
 		if (c->last)
 			input_finish(r, c->input);
@@ -389,7 +398,7 @@ void ring_say_side_trial(const struct ring *r)
 {
 	const struct side_trial *t = &r->side_trial;
 
-	if (!r->cfg->adapts_window || r->cfg->hashing != HASH_WHEN_BEHIND || !t->periods)
+	if (!side_trial_applies(r) || !t->periods)
 		return;
 	if (t->measured)
 		fprintf(stderr, "%s: small files side by side: too few to measure (%u periods of %u)\n", r->cfg->prog,
