@@ -6,6 +6,7 @@ import json
 import os
 import pty
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,6 +26,7 @@ from harness.machine.page_cache import cached_pages
 REPO = Path(__file__).resolve().parents[1]
 BIN_DIR = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
 SHM = Path("/dev/shm")
+FAULTS_BIN = REPO / "build" / "faults" / "bin"   # the fault-injection build (hashers/faults.c)
 
 
 @contextmanager
@@ -40,6 +42,20 @@ def tmpfs_file(name: str, size: int) -> Iterator[Path]:
         yield path
     finally:
         path.unlink()
+
+
+@contextmanager
+def tmpfs_dir(name: str) -> Iterator[Path]:
+    """An empty directory on tmpfs, removed with what it holds afterwards (skipped where there is
+    none): its files are always cached, whatever cache drop runs beside."""
+    if not SHM.is_dir():
+        pytest.skip(f"needs tmpfs at {SHM}")
+    path = SHM / f"{name}-{os.getpid()}-{time.monotonic_ns()}"
+    path.mkdir()
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path)
 
 
 def _described() -> dict[str, dict]:

@@ -20,11 +20,10 @@ from functools import cache
 
 import pytest
 
-from hashers_support import KiB, MiB, REPO, URING_VARIANTS, b3sum_lines, data_file, ring_path, run
+from hashers_support import FAULTS_BIN, KiB, MiB, URING_VARIANTS, b3sum_lines, data_file, ring_path, run
 
 pytestmark = pytest.mark.independent
 
-FAULTS_BIN = REPO / "build" / "faults" / "bin"
 SEED = int(os.environ.get("RINGSUM_FAULT_SEED", "20240607"))
 CASES = int(os.environ.get("RINGSUM_FAULT_CASES", "400"))
 # No block ends in a tail of a few bytes: the hook's "short" halves a result, and half of 1 byte is a

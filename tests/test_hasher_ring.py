@@ -10,12 +10,11 @@ import re
 import pytest
 
 from hashers_support import (
-    MiB, REPO, URING_VARIANTS, VARIANTS, b3sum_lines, data_file, program, ring_path, run,
+    FAULTS_BIN, MiB, URING_VARIANTS, VARIANTS, b3sum_lines, data_file, program, ring_path, run,
 )
 
 pytestmark = pytest.mark.independent
 
-FAULTS_BIN = REPO / "build" / "faults" / "bin"
 
 
 @pytest.mark.parametrize("variant", URING_VARIANTS)

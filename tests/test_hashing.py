@@ -14,12 +14,10 @@ from typing import Iterator
 
 import pytest
 
-from hashers_support import B3SUM, BIN_DIR, REPO, SHM, evict, tmpfs_file
+from hashers_support import B3SUM, BIN_DIR, FAULTS_BIN, REPO, MiB, evict, tmpfs_dir, tmpfs_file
 
 pytestmark = pytest.mark.independent   # its own files only: evicted by fadvise, never the whole cache
 
-FAULTS_BIN = REPO / "build" / "faults" / "bin"
-MiB = 1 << 20
 
 
 @pytest.fixture(scope="module")
@@ -141,19 +139,13 @@ def test_small_cold_files_named_together_are_read_with_o_direct(tmp_path: Path) 
 
 
 @pytest.fixture
-def small_files(tmp_path: Path) -> Iterator[list[Path]]:
+def small_files() -> Iterator[list[Path]]:
     """24 files of 64 KiB on tmpfs (each a whole file in one ring block, read at once)."""
-    if not SHM.is_dir():
-        pytest.skip(f"needs tmpfs at {SHM}")
-    d = SHM / f"ringsum-small-{os.getpid()}-{tmp_path.name}"
-    d.mkdir()
-    files = [d / f"{i:02d}.bin" for i in range(24)]
-    for f in files:
-        f.write_bytes(os.urandom(64 << 10))
-    yield files
-    for f in files:
-        f.unlink()
-    d.rmdir()
+    with tmpfs_dir("ringsum-small") as d:
+        files = [d / f"{i:02d}.bin" for i in range(24)]
+        for f in files:
+            f.write_bytes(os.urandom(64 << 10))
+        yield files
 
 
 def small_argv(files: list[Path], *options: str) -> list[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,24 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from hashers_support import B3SUM, BIN_DIR, REPO, SHM
+from hashers_support import B3SUM, BIN_DIR, FAULTS_BIN, KiB, MiB, tmpfs_dir
 
 pytestmark = pytest.mark.independent   # its own files only
-
-FAULTS_BIN = REPO / "build" / "faults" / "bin"
-KiB, MiB = 1 << 10, 1 << 20
 
 
 @pytest.fixture
 def tree() -> Iterator[Path]:
-    if not SHM.is_dir():
-        pytest.skip(f"needs tmpfs at {SHM}")
-    path = SHM / f"ringsum-beside-{os.getpid()}-{time.monotonic_ns()}"
-    path.mkdir()
-    try:
+    with tmpfs_dir("ringsum-beside") as path:
         yield path
-    finally:
-        shutil.rmtree(path)
 
 
 def fill(tree: Path, sizes: list[int]) -> list[Path]:

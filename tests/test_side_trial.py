@@ -8,34 +8,25 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from hashers_support import B3SUM, BIN_DIR, REPO, SHM
+from hashers_support import B3SUM, BIN_DIR, FAULTS_BIN, tmpfs_dir
 
 pytestmark = [pytest.mark.independent,   # its own files only
               pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="side by side needs two cores")]
 
-FAULTS_BIN = REPO / "build" / "faults" / "bin"
 TRIAL_FILES = 16 * 64   # 8 pairs of periods of 64 files
 
 
 def small_tree(files: int) -> Iterator[Path]:
-    if not SHM.is_dir():
-        pytest.skip(f"needs tmpfs at {SHM}")
-    path = SHM / f"ringsum-side-{os.getpid()}-{time.monotonic_ns()}"
-    path.mkdir()
-    try:
+    with tmpfs_dir("ringsum-side") as path:
         for i in range(files):   # 16 KiB and up, a few sizes, all under the side-by-side bound (256 KiB)
             (path / f"f{i:05d}").write_bytes(os.urandom(16384 + 4096 * (i % 5) + i % 7))
         yield path
-    finally:
-        shutil.rmtree(path)
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hashers_support import B3SUM, BIN_DIR, REPO, MiB, b3sum_lines, data_file, evict, program, run
+from hashers_support import B3SUM, BIN_DIR, FAULTS_BIN, REPO, MiB, b3sum_lines, data_file, evict, program, run
 
 URING_B3SUM = "uring_b3sum"
 
@@ -190,7 +190,7 @@ def test_a_cached_files_staging_is_measured_unless_a_knob_says_otherwise(tmp_pat
         in both.stderr
 
 
-FAULTS_BUILD = REPO / "build" / "faults" / "bin" / URING_B3SUM
+FAULTS_BUILD = FAULTS_BIN / URING_B3SUM
 
 
 @pytest.mark.parametrize("slowed, winner", [("inplacelag", "prefetch"), ("prefetchlag", "in-place")])

@@ -16,12 +16,10 @@ from typing import Iterator
 
 import pytest
 
-from hashers_support import B3SUM, BIN_DIR, REPO, tmpfs_file
+from hashers_support import B3SUM, BIN_DIR, FAULTS_BIN, MiB, tmpfs_file
 
 pytestmark = pytest.mark.independent   # its own files only
 
-FAULTS_BIN = REPO / "build" / "faults" / "bin"
-MiB = 1 << 20
 
 
 @pytest.fixture(scope="module")
