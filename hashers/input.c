@@ -13,7 +13,6 @@
 
 #include "ringsum.h"
 
-
 static const char *const staging_names[] = {
 	[STAGE_IN_PLACE] = "in-place", [STAGE_READ_ONCE] = "read-once", [STAGE_COPY] = "copy",
 	[STAGE_PREFETCH] = "prefetch", [STAGE_MEASURED] = "measured",
@@ -61,7 +60,6 @@ static void say_trial(struct ring *r, const struct input *in)
 		trial.prefetch_wins, trial.tasks, trial.cost_ns > 0 ? trial.cost_ns / 1e6 : 0.0,
 		trial.cost_ns < 0 ? " (nothing: the other staging's tasks ran faster, not by enough to be taken)" : "");
 }
-
 
 /* IOPOLL spins on the device's poll queues; on a device without them it would never complete. */
 static int check_pollable(const struct stat *st)
