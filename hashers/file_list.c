@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The inputs, one at a time: the FILEs of the command line, the files of the
- * directories among them with --recursive (walked here), or with --check the
- * lines of the checksum files (checksum_file.c), taken as the producer needs
- * them so that memory does not grow with the number of lines or files.
+ * The inputs, one at a time: the FILEs of the command line or the names of a
+ * --files0-from list, the files of the directories among them with
+ * --recursive (walked here), or with --check the lines of the checksum files
+ * (checksum_file.c), taken as the producer needs them so that memory does
+ * not grow with the number of lines or files.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -185,20 +187,171 @@ static int start_walk(struct source *s, struct input *in, const char *name)
 	return 1;
 }
 
+/* --- --files0-from: names each ended by a NUL, as GNU du and wc read them (find -print0) --- */
+
+/*
+ * One list, read once, as the hashing takes its names. The wisdom looks at
+ * the first files before the hashing begins (wisdom.c), and standard input
+ * cannot be read twice: the names a source that keeps reads stay in kept,
+ * and every source takes those first, then the rest from the file.
+ */
+struct name_list {
+	FILE *f;
+	const char *name;		/* as given; "-" is standard input */
+	char *kept;			/* the names read by keeping sources, each ended by its NUL */
+	size_t kept_len, kept_size;
+	char entry[PATH_MAX + 1];	/* the name read last, not kept */
+	int error;			/* opening or reading it failed: every source is told so */
+};
+
+/* A list that cannot be opened fails when the first name is asked of it, as one that cannot be read. */
+int name_list_open(struct name_list **list, const char *name)
+{
+	struct name_list *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return -ENOMEM;
+	l->name = name;
+	l->f = strcmp(name, "-") ? fopen(name, "re") : stdin;
+	if (!l->f)
+		l->error = -errno;
+	*list = l;
+	return 0;
+}
+
+const char *name_list_name(const struct name_list *l)
+{
+	return l->name;
+}
+
+void name_list_close(struct name_list *l)
+{
+	if (!l)
+		return;
+	if (l->f && l->f != stdin)
+		fclose(l->f);
+	free(l->kept);
+	free(l);
+}
+
+/*
+ * The next name from the file into l->entry: its length (0: an empty one), or
+ * -1 at the end. The last may end without its NUL. Of a name of PATH_MAX bytes
+ * or more, PATH_MAX are kept, which no system call takes (ENAMETOOLONG), and
+ * the rest is read past: memory does not grow with what the list holds.
+ */
+static ssize_t read_name(struct name_list *l)
+{
+	size_t len = 0;
+	int c;
+
+	while ((c = getc_unlocked(l->f)) != EOF && c != '\0')
+		if (len < PATH_MAX)
+			l->entry[len++] = (char)c;
+	if (c == EOF && (ferror(l->f) || !len))
+		return -1;
+	l->entry[len] = '\0';
+	return len;
+}
+
+/* The next name for the source at *offset: 1 with it in *name, 0 at the end, negative on a read error. */
+static int list_next(struct name_list *l, size_t *offset, bool keep, const char **name)
+{
+	ssize_t len;
+
+	if (*offset < l->kept_len) {
+		*name = l->kept + *offset;
+		*offset += strlen(*name) + 1;
+		return 1;
+	}
+	if (l->error)
+		return l->error;
+	errno = 0;
+	len = read_name(l);
+	if (len == -1 && ferror(l->f))
+		return l->error = errno ? -errno : -EIO;
+	if (len == -1)
+		return 0;
+	if (keep) {
+		size_t n = strlen(l->entry) + 1;
+
+		if (grow((void **)&l->kept, &l->kept_size, l->kept_len + n, 1))
+			return -ENOMEM;
+		memcpy(l->kept + l->kept_len, l->entry, n);
+		l->kept_len += n;
+		*offset = l->kept_len;
+	}
+	*name = l->entry;
+	return 1;
+}
+
+/* The first name of the list, for the wisdom's key (kept for the hashing), or NULL. */
+const char *name_list_first(struct name_list *l)
+{
+	size_t offset = 0;
+	const char *name = NULL;
+
+	return list_next(l, &offset, true, &name) > 0 ? name : NULL;
+}
+
+/*
+ * The next name of the list, copied into the input's text: the list's buffer
+ * is read over by the next name. A zero-length name, or "-" when the list is
+ * standard input, is an input that fails, named by its place in the list.
+ */
+static int next_listed(struct source *s, struct input *in, const char **name)
+{
+	const char *entry = NULL;
+	size_t len;
+	int ret, err = 0;
+
+	if ((ret = list_next(s->list, &s->list_offset, s->list_keeps, &entry)) <= 0) {
+		s->list_failed = ret < 0;
+		return ret;
+	}
+	s->list_number++;
+	len = strlen(entry);
+	if (!len)
+		err = -ERR_EMPTY_NAME;
+	else if (!strcmp(entry, "-") && !strcmp(s->list->name, "-"))
+		err = -ERR_STDIN_IS_LIST;
+	if (grow_text(in, (err ? strlen(s->list->name) + 24 : len + 1)))
+		return -ENOMEM;
+	if (err)
+		sprintf(in->text, "%s:%lu", s->list->name, s->list_number);
+	else
+		memcpy(in->text, entry, len + 1);
+	in->error = err;
+	*name = in->text;
+	return 1;
+}
+
+/* The next FILE of the command line, or name of the list: 1 with it, 0 at the end, negative on an error. */
+static int next_name(struct source *s, struct input *in, const char **name)
+{
+	if (s->list)
+		return next_listed(s, in, name);
+	if (s->next_file == s->nr_files)
+		return 0;
+	*name = s->files[s->next_file++];
+	return 1;
+}
+
 static int next_file(struct source *s, struct input *in)
 {
+	const char *name;
 	int ret;
 
 	for (;;) {
 		if ((ret = next_walked(&s->walk, in)))
 			return ret;
-		if (s->next_file == s->nr_files)
-			return 0;
-		if (!s->recursive) {
-			in->path = s->files[s->next_file++];
+		if ((ret = next_name(s, in, &name)) <= 0)
+			return ret;
+		if (!s->recursive || in->error) {
+			in->path = name;
 			return 1;
 		}
-		if ((ret = start_walk(s, in, s->files[s->next_file++])))
+		if ((ret = start_walk(s, in, name)))
 			return ret;
 	}
 }

@@ -12,7 +12,7 @@
 enum {
 	OPT_KEYED = 256, OPT_DERIVE_KEY, OPT_SEEK, OPT_NUM_THREADS, OPT_NO_MMAP, OPT_NO_NAMES,
 	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_KNOBS_JSON, OPT_PROGRESS, OPT_EFFECTIVE, OPT_NO_WISDOM,
-	OPT_WISDOM_KEY, OPT_KNOB = 512,
+	OPT_WISDOM_KEY, OPT_FILES0_FROM, OPT_KNOB = 512,
 };
 
 /* b3sum's options and ours that are not knobs; the knobs' come first (long_options()). */
@@ -29,6 +29,7 @@ static const struct option other_options[] = {
 	{ "positional",			no_argument,		NULL, OPT_POSITIONAL },
 	{ "check",			no_argument,		NULL, 'c' },
 	{ "recursive",			no_argument,		NULL, 'r' },
+	{ "files0-from",		required_argument,	NULL, OPT_FILES0_FROM },
 	{ "quiet",			no_argument,		NULL, 'Q' },
 	{ "verbose",			no_argument,		NULL, 'v' },
 	{ "progress",			no_argument,		NULL, OPT_PROGRESS },
@@ -208,6 +209,7 @@ int parse_long_form(struct options *opts, int argc, char **argv, const char *pro
 			return bad_usage(prog, "--positional comes first, followed by FILE and seven numbers");
 		case 'c': opts->check = true; break;
 		case 'r': opts->recursive = true; break;
+		case OPT_FILES0_FROM: opts->files0_from = optarg; break;
 		case 'Q': opts->quiet = true; break;
 		case 'v': opts->verbose = true; break;
 		case OPT_PROGRESS: opts->progress = true; break;

@@ -67,6 +67,10 @@ struct walk {
 struct source {
 	char **files;
 	int nr_files, next_file;
+	struct name_list *list;		/* --files0-from: the names come from it instead */
+	size_t list_offset;		/* this source's place among the names the list kept */
+	bool list_keeps;		/* the wisdom's sample: the names it reads are kept for the hashing */
+	unsigned long list_number;	/* names taken from the list, for a bad one's message */
 	bool check;
 	bool recursive;			/* a directory among the FILEs is walked */
 	struct walk walk;
@@ -74,7 +78,14 @@ struct source {
 	char *line;
 	size_t capacity;
 	int fatal;			/* negative: it stopped everything, as b3sum's "Error: ..." */
+	bool list_failed;		/* ... reading the list of names */
 };
+
+/* file_list.c: --files0-from's list, read as the hashing needs it; its first names kept for the wisdom's look */
+int name_list_open(struct name_list **list, const char *name);
+const char *name_list_name(const struct name_list *list);
+const char *name_list_first(struct name_list *list);
+void name_list_close(struct name_list *list);
 
 /* file_list.c: the next input, from the FILEs (walked with --recursive) or the lines of the checksum files with --check */
 int source_next(struct source *s, struct input *in);

@@ -90,8 +90,8 @@ static void fail_unfinished(struct ring *r, int err)
 
 static int hash_all(struct ring *r, const struct options *opts, const struct variant *v)
 {
-	struct source source = { .files = opts->files, .nr_files = opts->nr_files, .check = opts->check,
-				 .recursive = opts->recursive };
+	struct source source = { .files = opts->files, .nr_files = opts->nr_files, .list = opts->list,
+				 .check = opts->check, .recursive = opts->recursive };
 	char reason[160];
 	int ret, status = 0;
 
@@ -115,7 +115,10 @@ static int hash_all(struct ring *r, const struct options *opts, const struct var
 	if (ret < 0 || r->failed_inputs)
 		status = 1;
 	fflush(stdout);
-	if (source.fatal) {
+	if (source.fatal && source.list_failed) {
+		print_error(r->cfg->prog, name_list_name(source.list), source.fatal);
+		status = 1;
+	} else if (source.fatal) {
 		fprintf(stderr, "Error: %s\n", describe_error(source.fatal, reason, sizeof(reason)));
 		status = 1;
 	} else if (opts->check && r->failed_inputs) {
@@ -126,56 +129,65 @@ static int hash_all(struct ring *r, const struct options *opts, const struct var
 	return status;
 }
 
-int ringsum_main(int argc, char **argv, const struct variant *v)
+/* The options parsed: set up, hash every input, tear down; the exit status. */
+static int run(struct options *opts, const struct variant *v)
 {
-	struct options opts;
 	struct ring_config config;
 	struct ring ring;
 	int ret, status;
 
-	ret = parse_options(&opts, argc, argv, v);
-	if (ret >= 0)
-		return ret;
-	if (opts.format.raw && opts.nr_files > 1) {
+	if (opts->format.raw && opts->nr_files > 1) {
 		fprintf(stderr, "Error: Only one filename can be provided when using --raw\n");
 		return 1;
 	}
-	if (opts.num_threads)
-		hash_limit_threads(opts.num_threads);
-	ret = ring_setup(&ring, &config, &opts, v);
+	if (opts->num_threads)
+		hash_limit_threads(opts->num_threads);
+	ret = ring_setup(&ring, &config, opts, v);
 	if (ret < 0) {
-		print_setup_error(opts.prog, ret);
+		print_setup_error(opts->prog, ret);
 		ring_teardown(&ring);
 		return 1;
 	}
-	if (init_base_hasher(&ring, &opts)) {
+	if (init_base_hasher(&ring, opts)) {
 		ring_teardown(&ring);
 		return 1;
 	}
-	if (opts.trace_path && (ret = trace_open(&ring.trace, opts.trace_path)) < 0) {
-		print_error(opts.prog, opts.trace_path, ret);
+	if (opts->trace_path && (ret = trace_open(&ring.trace, opts->trace_path)) < 0) {
+		print_error(opts->prog, opts->trace_path, ret);
 		ring_teardown(&ring);
 		return 1;
 	}
-	if (opts.effective_path && !(ring.effective = fopen(opts.effective_path, "we"))) {
-		print_error(opts.prog, opts.effective_path, -errno);
+	if (opts->effective_path && !(ring.effective = fopen(opts->effective_path, "we"))) {
+		print_error(opts->prog, opts->effective_path, -errno);
 		ring_teardown(&ring);
 		return 1;
 	}
-	status = hash_all(&ring, &opts, v);
+	status = hash_all(&ring, opts, v);
 	if (ring.effective && fclose(ring.effective)) {
-		print_error(opts.prog, opts.effective_path, -errno);
+		print_error(opts->prog, opts->effective_path, -errno);
 		status = 1;
 	}
 	ring.effective = NULL;
 	if ((ret = trace_close(&ring.trace)) < 0) {
-		print_error(opts.prog, opts.trace_path, ret);
+		print_error(opts->prog, opts->trace_path, ret);
 		status = 1;
 	}
 	ring_teardown(&ring);
 	if (fflush(stdout) || ferror(stdout)) {
-		fprintf(stderr, "%s: writing the output: %s\n", opts.prog, strerror(errno));
+		fprintf(stderr, "%s: writing the output: %s\n", opts->prog, strerror(errno));
 		status = 1;
 	}
 	return status;
+}
+
+int ringsum_main(int argc, char **argv, const struct variant *v)
+{
+	struct options opts;
+	int ret = parse_options(&opts, argc, argv, v);
+
+	if (ret >= 0)
+		return ret;
+	ret = run(&opts, v);
+	name_list_close(opts.list);
+	return ret;
 }

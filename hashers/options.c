@@ -10,6 +10,23 @@
 
 #include "options_impl.h"
 
+/* --files0-from names every file: as GNU du and wc, no FILE besides, and stdin holds either the list or the key. */
+static int check_list_rules(const struct options *opts, const char *prog)
+{
+	if (!opts->files0_from)
+		return -1;
+	if (opts->nr_files)
+		return bad_usage(prog, "extra operand '%s': file operands cannot be combined with --files0-from",
+				 opts->files[0]);
+	if (opts->check)
+		return bad_usage(prog, "the argument '--check' cannot be used with '--files0-from': a checksum file names its files");
+	if (opts->format.raw)
+		return bad_usage(prog, "the argument '--raw' cannot be used with '--files0-from': --raw writes one file's bytes");
+	if (opts->keyed && !strcmp(opts->files0_from, "-"))
+		return bad_usage(prog, "--keyed reads the key from stdin: the list of names cannot come from it too");
+	return -1;
+}
+
 /* clap's conflicts and requirements, in b3sum's words. */
 static int check_b3sum_rules(const struct options *opts, const char *prog)
 {
@@ -23,7 +40,7 @@ static int check_b3sum_rules(const struct options *opts, const char *prog)
 			return bad_usage(prog, "the argument '--check' cannot be used with '%s'", check_conflicts[i]);
 	if (opts->keyed && opts->derive_key)
 		return bad_usage(prog, "the argument '--keyed' cannot be used with '--derive-key <CONTEXT>'");
-	if (opts->keyed && opts->nr_files == 0)
+	if (opts->keyed && opts->nr_files == 0 && !opts->files0_from)
 		return bad_usage(prog, "--keyed reads the key from stdin: the following required arguments were not provided: <FILE>...");
 	if (opts->quiet && !opts->check)
 		return bad_usage(prog, "--quiet goes with --check: the following required arguments were not provided: --check");
@@ -31,7 +48,7 @@ static int check_b3sum_rules(const struct options *opts, const char *prog)
 		return bad_usage(prog, "the argument '--check' cannot be used with '--recursive': a checksum file names its files");
 	if (opts->recursive && opts->format.raw)
 		return bad_usage(prog, "the argument '--raw' cannot be used with '--recursive': --raw writes one file's bytes");
-	return -1;
+	return check_list_rules(opts, prog);
 }
 
 /* Every number within its row's limits, said in its row's words. */
@@ -120,6 +137,28 @@ static const char *program_name(int argc, char **argv, const struct variant *v)
 }
 
 /* Returns -1 to go on, or the exit status to leave with at once. */
+/*
+ * --files0-from's list, opened before the wisdom looks at its first files. A
+ * list that cannot be opened ends the run once the hashing asks it for a name
+ * (main.c names it), as one that cannot be read.
+ */
+static int open_name_list(struct options *opts)
+{
+	if (check_list_rules(opts, opts->prog) >= 0)
+		return 2;
+	if (name_list_open(&opts->list, opts->files0_from) < 0)
+		return bad_usage(opts->prog, "--files0-from %s: out of memory", opts->files0_from);
+	return -1;
+}
+
+/* The run ends before any hashing, with this exit status: the list goes too. */
+static int ending(struct options *opts, int status)
+{
+	name_list_close(opts->list);
+	opts->list = NULL;
+	return status;
+}
+
 int parse_options(struct options *opts, int argc, char **argv, const struct variant *v)
 {
 	int ret = -1;
@@ -139,19 +178,21 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 		if (ret < 0)
 			ret = parse_long_form(opts, argc, argv, opts->prog, v);
 	}
+	if (ret < 0 && opts->files0_from)
+		ret = open_name_list(opts);
 	if (ret < 0 && v->defaults_file)
 		ret = apply_wisdom(opts, v);
 	if (ret >= 0)
-		return ret;
-	/* many files: a list (xargs) and a checksum file are a tree's files too */
-	if ((opts->recursive || opts->check || opts->nr_files > 1) && v->tree_direct_min && !opts->knobs.direct_min)
+		return ending(opts, ret);
+	/* many files: a list (xargs, --files0-from) and a checksum file are a tree's files too */
+	if ((opts->recursive || opts->check || opts->nr_files > 1 || opts->list) && v->tree_direct_min && !opts->knobs.direct_min)
 		opts->knobs.direct_min = v->tree_direct_min;
 	if (!knob_given(opts, offsetof(struct knobs, buffers)))
 		opts->knobs.buffers = opts->knobs.queue_depth * buffers_per_depth(v);
 	ret = validate(opts, v, opts->prog);
 	if (ret >= 0)
-		return ret;
-	if (opts->nr_files == 0) {
+		return ending(opts, ret);
+	if (opts->nr_files == 0 && !opts->list) {
 		static char *standard_input[] = { "-", NULL };
 
 		opts->files = standard_input;

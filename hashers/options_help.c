@@ -107,6 +107,9 @@ void usage(FILE *out, const char *prog, const struct variant *v)
 		"                               first, the paths in byte order (as find DIR -type f | LC_ALL=C sort);\n"
 		"                               symlinks inside are neither followed nor hashed, FIFOs, sockets\n"
 		"                               and devices skipped (default off: a directory is an error)\n"
+		"      --files0-from FILE       hash the files FILE names, each name ended by a NUL (find -print0),\n"
+		"                               in one run whatever their number; - reads them from stdin; no\n"
+		"                               FILE operands besides (default off)\n"
 		"%s\n"
 		"The ring's options:\n",
 		prog, prog, v->positional_flag ? "--positional " : "",

@@ -97,6 +97,8 @@ const char *ringsum_strerror(int err)
 	case ERR_DIRECT_UNSUPPORTED:	return "O_DIRECT refused: the filesystem does not support it (try without --direct)";
 	case ERR_DONTCACHE_UNSUPPORTED:	return "RWF_DONTCACHE refused: uncached reads need Linux 6.14+ and a filesystem that supports them (try without --dontcache)";
 	case ERR_NOT_POLLABLE:		return "IOPOLL needs a block device with poll queues (its queue/io_poll is 0 or absent)";
+	case ERR_EMPTY_NAME:		return "a zero-length file name in the list";
+	case ERR_STDIN_IS_LIST:		return "standard input holds the list of names: - cannot be a file there too";
 	case ERR_STALLED:		return "internal error: waiting for a completion with nothing in flight";
 	/* b3sum's own words for these */
 	case ERR_KEYED_STDIN:		return "Cannot open `-` in keyed mode";

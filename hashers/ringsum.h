@@ -37,6 +37,8 @@ enum {
 	ERR_STALLED,			/* waiting for a completion with nothing in flight */
 	ERR_NOT_POLLABLE,		/* IOPOLL on a device without poll queues */
 	ERR_KEYED_STDIN,		/* --keyed reads the key from stdin, so - cannot be hashed */
+	ERR_EMPTY_NAME,			/* --files0-from: two NULs in a row name no file */
+	ERR_STDIN_IS_LIST,		/* --files0-from -: a name "-" there cannot be stdin too */
 	/* b3sum's complaints about a --check line: printed alone, they fail that line only */
 	ERR_EMPTY_LINE,
 	ERR_LINE_FORMAT,
@@ -64,6 +66,7 @@ struct output_format {
 };
 
 struct ring;
+struct name_list;
 
 struct options {
 	const char *prog;		/* as invoked: argv[0]'s last component, for every message */
@@ -87,6 +90,8 @@ struct options {
 	char defaults_text[4096];	/* uring_b3sum's options file; option values point into it */
 	const char *trace_path;		/* CSV of consumer runs, or NULL */
 	const char *effective_path;	/* JSON lines: how each file was really read, or NULL */
+	const char *files0_from;	/* --files0-from: the names come from this file ("-": stdin), not argv */
+	struct name_list *list;		/* ... opened by parse_options(), closed by the caller */
 	char **files;
 	int nr_files;
 };

@@ -34,6 +34,7 @@
 #define MAX_RECORD_WORDS 64
 /* A tree's first regular files, at most this many, say whether it is cached, by majority. */
 #define TREE_SAMPLE 8
+#define TREE_LOOK_MAX (8 * TREE_SAMPLE)
 
 /* /proc/cpuinfo's first CPU, "family/model/stepping" (arm64: implementer/part/revision), as ringsum's fingerprint. */
 static void cpu_signature(char *buf, size_t size)
@@ -192,13 +193,15 @@ static int sample_file(const char *path, bool walked)
  */
 static enum wisdom_work tree_work(const struct options *opts, unsigned *sampled)
 {
-	struct source src = { .files = opts->files, .nr_files = opts->nr_files, .recursive = opts->recursive };
+	struct source src = { .files = opts->files, .nr_files = opts->nr_files, .recursive = opts->recursive,
+			      .list = opts->list, .list_keeps = true };
 	struct input in = { .fd = -1 };
-	unsigned files = 0, cached = 0;
+	unsigned files = 0, cached = 0, looked = 0;
 	struct stat st;
 	int one;
 
-	while (!opts->check && files < TREE_SAMPLE && source_next(&src, &in)) {
+	/* a bound on what is looked at: a list's names read here are kept until the hashing takes them */
+	while (!opts->check && files < TREE_SAMPLE && looked++ < TREE_LOOK_MAX && source_next(&src, &in)) {
 		/* a FILE named on the command line is looked at first: a device or a FIFO is never opened */
 		if (in.error || !strcmp(in.path, "-") || (!in.walked && (stat(in.path, &st) || !S_ISREG(st.st_mode))))
 			continue;
@@ -215,21 +218,25 @@ static enum wisdom_work tree_work(const struct options *opts, unsigned *sampled)
 	return cached * 2 > files ? WORK_CACHED_TREE : WORK_COLD_TREE;
 }
 
+/* The key of a record for the first FILE, or the list's first name (read now, and kept for the hashing). */
+static void first_key(struct options *opts, char *key, size_t size)
+{
+	wisdom_key(opts->list ? name_list_first(opts->list) : opts->nr_files ? opts->files[0] : NULL, key, size);
+}
+
 /* The records for this machine, device and kind of work, applied; -1 to go on, or the exit status. */
 int apply_wisdom(struct options *opts, const struct variant *v)
 {
 	char path[PATH_MAX], key[PATH_MAX + 200], line[PATH_MAX + 1024], where[PATH_MAX + 32], *options, *measured;
-	bool many = opts->recursive || opts->check || opts->nr_files > 1;
+	bool many = opts->recursive || opts->check || opts->nr_files > 1 || opts->list;
 	enum wisdom_work tree = NR_WORKS;
 	unsigned lineno = 0, found = 0, sampled = 0;
 	struct stat st;
 	int ret = -1;
 	FILE *f;
 
-	const char *first = opts->nr_files ? opts->files[0] : NULL;
-
 	if (opts->wisdom_key) {
-		wisdom_key(first, key, sizeof(key));
+		first_key(opts, key, sizeof(key));
 		printf("%s\n", key);
 		return 0;
 	}
@@ -244,14 +251,14 @@ int apply_wisdom(struct options *opts, const struct variant *v)
 		int err = errno;	/* none there (or not ours to read) is no wisdom; anything else, an error */
 
 		if (opts->verbose) {	/* the key costs a read of /proc/cpuinfo: only when it is said */
-			wisdom_key(first, key, sizeof(key));
+			first_key(opts, key, sizeof(key));
 			fprintf(stderr, "%s: no wisdom for %s (%s: %s): the defaults\n", opts->prog, key, path, strerror(err));
 		}
 		if (err == ENOENT || err == ENOTDIR || err == EACCES)
 			return -1;
 		return bad_usage(opts->prog, "%s: %s", path, strerror(err));
 	}
-	wisdom_key(first, key, sizeof(key));
+	first_key(opts, key, sizeof(key));
 	if (many && (tree = tree_work(opts, &sampled)) == NR_WORKS && opts->verbose)
 		fprintf(stderr, "%s: no file of the tree to tell a cold tree from a cached one: no tree record\n",
 			opts->prog);

@@ -25,8 +25,11 @@ static void check_accepted(const struct options *o, const struct variant *v, cha
 {
 	bool standard_input = o->nr_files == 1 && !strcmp(o->files[0], "-") && (o->files < argv || o->files >= argv + argc);
 
+	/* --files0-from: its list names every file, no FILE besides, and neither --check nor --raw */
+	if (!o->files0_from != !o->list || (o->list && (o->nr_files || o->check || o->format.raw)))
+		__builtin_trap();
 	/* no FILE: stdin, as b3sum */
-	if (o->nr_files < 1 || (!standard_input && (o->files < argv || o->files + o->nr_files > argv + argc)))
+	if (!o->list && (o->nr_files < 1 || (!standard_input && (o->files < argv || o->files + o->nr_files > argv + argc))))
 		__builtin_trap();
 	if (o->check && (o->keyed || o->derive_key || o->length_given || o->format.raw || o->format.tag ||
 			 o->format.no_names))
@@ -48,6 +51,14 @@ static void check_accepted(const struct options *o, const struct variant *v, cha
 		__builtin_trap();
 	if ((o->check || o->quiet || o->verbose || o->path_given) && !v->chooses_path)
 		__builtin_trap();
+}
+
+/* A list named "-" is read from stdin when the wisdom looks at it: nothing there, never a wait. */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	(void)argc;
+	(void)argv;
+	return freopen("/dev/null", "r", stdin) ? 0 : 1;
 }
 
 /*
@@ -78,8 +89,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ret = parse_options(&opts, argc, argv, v);
 	if (ret == -1)
 		check_accepted(&opts, v, argv, argc);
-	else if (ret != 0 && ret != 2)
+	else if ((ret != 0 && ret != 2) || opts.list)
 		__builtin_trap();
+	name_list_close(opts.list);
 	free(text);
 	return 0;
 }
