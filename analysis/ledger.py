@@ -12,8 +12,9 @@ as a `<!-- table docs/ledger ledger -->` region (analysis/doc_figures.py keeps i
 Kinds of work come from each run itself: its cache mode (cold: the page cache dropped; hot:
 cached), one file or a tree, and each machine condition's device and cores; a condition with a
 read cap is left out (every command ties at the cap). In each condition: the defaults are the
-`uring_b3sum` group; its own settings are every other uring_b3sum command of the run (hashers and
-commands, not a baseline build's); b3sum is the fastest b3sum by median (b3sum, its thread counts,
+`uring_b3sum` group; its own settings are the run's other uring_b3sum hashers (not a baseline
+build's, nor a [[commands]] entry: a tree's list, through xargs or --files0-from, names the same
+files another way, prepared before the timing, where -r walks them itself); b3sum is the fastest b3sum by median (b3sum, its thread counts,
 b3sum through xargs); the limit the fastest plain read per round. Ratios are time ratios paired
 per round, median [95% interval]; below 1 is faster.
 """
@@ -30,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.judge.load import RunDirError, load_run
-from analysis.paired_table import HASHERS, Condition, run_conditions, shapes, without_condition
+from analysis.paired_table import HASHER, HASHERS, Condition, run_conditions, shapes, without_condition
 from harness import stats
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -87,8 +88,7 @@ def _is_b3sum(c: Condition, label: str) -> bool:
 
 
 def _is_own(c: Condition, label: str) -> bool:
-    return (c.tools[label] in HASHERS and not c.groups[label].startswith("baseline:")
-            and not _is_b3sum(c, label))
+    return c.tools[label] == HASHER and not c.groups[label].startswith("baseline:") and not _is_b3sum(c, label)
 
 
 def _choices(runs: pd.DataFrame, label: str) -> tuple[frozenset[str], ...] | None:
