@@ -17,7 +17,9 @@
  * slow:P does P% more CPU work, as slower code would (BLAKE3 over P% of the bytes once more); depth:N ignores --queue-depth
  * and keeps at most N reads unfinished; buffered:1 drops O_DIRECT; tick:MS redraws
  * --progress every MS milliseconds (0: after every block and file), so tests need no timing;
- * readlag:MS waits before every read is queued (a slow disk), hashlag:MS before every block
+ * readlag:MS waits before every read is queued (a slow producer), devlag:MS holds every read
+ * MS in the kernel before it starts (a slow device: the read is out, and has not finished),
+ * hashlag:MS before every block
  * is hashed, and every file from its mapping once mapped (a slow core), so a test can put
  * the reads behind the hashing or ahead of it, or change a mapped file before it is hashed;
  * inplacelag:US and prefetchlag:US wait before each task of a mapped file (or half of one),
@@ -31,7 +33,7 @@
 static struct fault { uint64_t completion; int res; } faults[16];
 static unsigned nr_faults;
 static unsigned long long slow_percent;
-static unsigned read_lag_ms, hash_lag_ms;
+static unsigned read_lag_ms, hash_lag_ms, device_lag_ms;
 static unsigned staging_lag_us[STAGE_MEASURED];
 static unsigned side_lag_us, one_lag_us;
 
@@ -88,7 +90,7 @@ void faults_setup(struct ring_config *cfg, struct progress *progress)
 		if (!strcmp(name, "slow"))
 			slow_percent = n;
 		else if (!strcmp(name, "depth") && n > 0 && n < cfg->knobs.queue_depth)
-			cfg->knobs.queue_depth = n;
+			cfg->knobs.queue_depth = n, cfg->depth_grows = false;
 		else if (!strcmp(name, "tick"))
 			progress->interval_ns = n * 1000000;
 		else if (!strcmp(name, "buffered") && n)
@@ -97,6 +99,8 @@ void faults_setup(struct ring_config *cfg, struct progress *progress)
 			read_lag_ms = n;
 		else if (!strcmp(name, "hashlag"))
 			hash_lag_ms = n;
+		else if (!strcmp(name, "devlag") && n < 1000000)
+			device_lag_ms = n;
 		else if (!strcmp(name, "inplacelag") && n < 1000000)
 			staging_lag_us[STAGE_IN_PLACE] = n;
 		else if (!strcmp(name, "prefetchlag") && n < 1000000)
@@ -148,5 +152,28 @@ void fault_lag_hash(void)
 void fault_lag_small(bool side)
 {
 	inject_lag(side ? side_lag_us : one_lag_us);
+}
+
+/*
+ * devlag: a timeout linked before the read, its expiry a success (so the read
+ * then starts), its completion carrying no cell: ring.c passes over it. Both
+ * go in one submission, or the link would end with the first.
+ */
+int fault_lag_device(struct io_uring *uring)
+{
+	static struct __kernel_timespec lag;
+	struct io_uring_sqe *sqe;
+
+	if (!device_lag_ms)
+		return 0;
+	if (io_uring_sq_space_left(uring) < 2 && io_uring_submit(uring) < 0)
+		return -EBUSY;
+	if (!(sqe = io_uring_get_sqe(uring)))
+		return -EBUSY;
+	lag = (struct __kernel_timespec){ device_lag_ms / 1000, device_lag_ms % 1000 * 1000000LL };
+	io_uring_prep_timeout(sqe, &lag, 0, IORING_TIMEOUT_ETIME_SUCCESS);
+	io_uring_sqe_set_data(sqe, NULL);
+	sqe->flags |= IOSQE_IO_LINK;
+	return 0;
 }
 #endif

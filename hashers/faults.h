@@ -12,6 +12,7 @@ void fault_lag_read(void);
 void fault_lag_hash(void);
 void fault_slowdown(uint64_t bytes_hashed);
 void fault_lag_small(bool side);
+int fault_lag_device(struct io_uring *uring);
 #else
 static inline void faults_setup(struct ring_config *cfg, struct progress *progress) { (void)cfg; (void)progress; }
 static inline int fault_result(const struct input *in, int res) { (void)in; return res; }
@@ -19,6 +20,7 @@ static inline void fault_lag_read(void) { }
 static inline void fault_lag_hash(void) { }
 static inline void fault_slowdown(uint64_t bytes_hashed) { (void)bytes_hashed; }
 static inline void fault_lag_small(bool side) { (void)side; }
+static inline int fault_lag_device(struct io_uring *uring) { (void)uring; return 0; }
 #endif
 
 #endif

@@ -161,7 +161,7 @@ static void say_how(const struct ring *r, const struct input *in, const char *wh
 		fprintf(stderr, "%s: %s: reading %sthrough the io_uring ring (%zu%s blocks, %u deep, %u buffers%s)%s\n",
 			r->cfg->prog, in->path, in->stream ? "a stream, one read at a time, " : "",
 			r->cfg->knobs.block_size % 1024 ? r->cfg->knobs.block_size : r->cfg->knobs.block_size >> 10,
-			r->cfg->knobs.block_size % 1024 ? "-byte" : "K", r->cfg->knobs.queue_depth, r->cfg->nr_cells,
+			r->cfg->knobs.block_size % 1024 ? "-byte" : "K", atomic_load(&r->depth_limit), atomic_load(&r->cells_limit),
 			in->direct ? ", O_DIRECT" : "", why);
 }
 
@@ -182,7 +182,7 @@ static void report_effective(const struct ring *r, const struct input *in)
 	}
 
 	if (r->have_uring)
-		snprintf(depth, sizeof(depth), "%u", r->cfg->knobs.queue_depth);
+		snprintf(depth, sizeof(depth), "%u", atomic_load(&r->depth_limit));
 	/* "measured": still measuring when the file ended, its tasks a half each */
 	snprintf(staging, sizeof(staging), "\"%s\"", staging_names[how]);
 	if (staging_given(r, in) == STAGE_MEASURED && found.decided)
@@ -193,7 +193,7 @@ static void report_effective(const struct ring *r, const struct input *in)
 		"\"buffers\": %u, \"direct\": %s, \"huge_pages\": %s, \"hashing\": \"%s\", \"hash_threads\": %u, "
 		"\"staging\": %s, \"staging_trial\": %s, \"ring_bytes\": %llu, \"parallel_bytes\": %llu}\n",
 		r->consumer_input, path,
-		r->cfg->knobs.block_size, depth, r->cfg->nr_cells, in->direct ? "true" : "false",
+		r->cfg->knobs.block_size, depth, atomic_load(&r->cells_limit), in->direct ? "true" : "false",
 		r->cfg->knobs.huge_pages && r->huge_pages_advised && !in->from_memory ? "true" : "false",
 		hashing_name(r, in), in->from_memory || r->cfg->hashing != HASH_SERIAL ? r->cfg->hash_threads : 1,
 		staging, trial, (unsigned long long)in->ring_bytes, (unsigned long long)in->parallel_bytes);

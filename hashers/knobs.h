@@ -32,10 +32,14 @@
 	       "bytes per read and per buffer, K/M/G suffixes") \
 	NUMBER(queue_depth, COUNT, 'q', URING, 4, 1, MAX_QUEUE_DEPTH, "qd", 2, "N", \
 	       "the queue depth", "", "exceeds the kernel limit of 32768 (IORING_MAX_ENTRIES)", \
-	       "limit on unfinished read requests") \
+	       "limit on unfinished read requests\n" \
+	       "uring_b3sum's, no buffers or window given: 4 times it (no more\n" \
+	       "bytes) once O_DIRECT reads wait on the device") \
 	NUMBER(buffers, BUFFERS, 'n', URING, 0, 1, UINT32_MAX, "buf", 5, "N", \
 	       "the ring's buffer count", "buffer", "is more than 32 bits hold", \
-	       "buffers in the ring") \
+	       "buffers in the ring\n" \
+	       "uring_b3sum's, no depth or window given: twice as many, half in use\n" \
+	       "until the queue deepens") \
 	NUMBER(window, COUNT, 0, URING, 0, 0, UINT32_MAX, "win", 0, "N", \
 	       "the window", "block", "is more than 32 bits hold", \
 	       "blocks read ahead of the hashing, at most, each into the buffer freed last\n" \

@@ -107,6 +107,7 @@ static int hash_all(struct ring *r, const struct options *opts, const struct var
 	progress_end(&r->progress);
 	if (opts->verbose) {
 		ring_say_window(r);
+		ring_say_depth(r);
 		ring_say_side_trial(r);
 		ring_say_hashing(r, v);
 	}

@@ -11,8 +11,8 @@
  * hashes available cells in order and turns them back into consumed ones
  * (cells of whole small files may be hashed side by side before the head
  * walks over them, still available). The consumer, and the hashing it does,
- * is ring_consume.c's; it calls in here to wake the producer, nothing here
- * calls it.
+ * is ring_consume.c's; it wakes the producer through ring_wake.c, and nothing
+ * here calls it.
  * Each head only ever moves forward, and the producer head never passes a
  * cell the consumer has not released, so every block is hashed exactly once,
  * in order. Buffers are apart from cells: each request gets the buffer freed
@@ -22,12 +22,8 @@
  * requested, so every file reaches the consumer.
  */
 #include <errno.h>
-#include <linux/futex.h>
 #include <sched.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "faults.h"
 
@@ -60,6 +56,13 @@ void ring_start(struct ring *r, struct source *source)
 	r->reclaim_head = 0;
 	r->requested_bytes = r->released_bytes = 0;
 	atomic_store(&r->request_limit, UINT64_MAX);	/* main.c starts the window (ring_consume.c) */
+	atomic_store(&r->reads_behind, false);
+	atomic_store(&r->depth_limit, r->cfg->knobs.queue_depth);
+	atomic_store(&r->cells_limit, r->cfg->first_cells);
+	r->depth_waits = 0;
+	r->deepened_at = 0;
+	r->last_read_direct = false;
+	r->flight_bytes = 0;
 	r->consumer_input = 0;
 	r->failed_inputs = 0;
 	r->bytes_hashed = 0;
@@ -71,72 +74,22 @@ void ring_start(struct ring *r, struct source *source)
 		atomic_store(&r->cells[i].state, CELL_CONSUMED);
 }
 
-/* --- waking the other side (only the multithreaded variant ever sleeps) --- */
-
-/* The consumer's, after each cell it releases (ring_consume.c). */
-void ring_wake_producer(struct ring *r)
-{
-	if (r->eventfd >= 0 && atomic_load(&r->producer_sleeping))
-		eventfd_write(r->eventfd, 1);
-}
-
-static void wake_consumer(struct ring *r)
-{
-	if (atomic_load(&r->consumer_sleeping)) {
-		atomic_fetch_add(&r->consumer_wakeups, 1);
-		syscall(SYS_futex, &r->consumer_wakeups, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	}
-}
-
-void ring_fail(struct ring *r, int err)
-{
-	int none = 0;
-
-	atomic_compare_exchange_strong(&r->error, &none, err);
-	wake_consumer(r);
-	if (r->eventfd >= 0)
-		eventfd_write(r->eventfd, 1);
-}
-
 /*
- * The sleeping flag is stored before the condition is checked again, and the
- * other side changes the condition before it loads the flag (all seq_cst):
- * one of the two always sees the other, so no wake-up is lost.
+ * The producer sleeps when it can neither request nor reap (the consumer's
+ * sleep is ring_wake.c's). The sleeping flag is stored before the condition
+ * is checked again, and the other side changes the condition before it loads
+ * the flag (all seq_cst): one of the two always sees the other, so no wake-up
+ * is lost.
  */
 void ring_producer_sleep(struct ring *r)
 {
 	eventfd_t ignored;
 
 	atomic_store(&r->producer_sleeping, true);
-	if (!io_uring_cq_ready(&r->uring) && !ring_can_request(r) && !atomic_load(&r->error) &&
+	if (!io_uring_cq_ready(&r->uring) && !ring_can_request(r) && !ring_deepen(r) && !atomic_load(&r->error) &&
 	    !(ring_produced_all(r) && ring_in_flight(r) == 0))
 		eventfd_read(r->eventfd, &ignored);
 	atomic_store(&r->producer_sleeping, false);
-}
-
-uint64_t ring_clock_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The time asleep is the window's measure of the reads (ring_consume.c). */
-void ring_consumer_sleep(struct ring *r)
-{
-	uint32_t seen = atomic_load(&r->consumer_wakeups);
-	uint64_t start;
-
-	atomic_store(&r->consumer_sleeping, true);
-	if (!ring_consumed_all(r) && cell_state(cell_of(r, r->consumer_head)) != CELL_AVAILABLE &&
-	    !atomic_load(&r->error)) {
-		start = r->window.measured ? ring_clock_ns() : 0;
-		syscall(SYS_futex, &r->consumer_wakeups, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-		if (start)
-			r->window.waited_ns += ring_clock_ns() - start;
-	}
-	atomic_store(&r->consumer_sleeping, false);
 }
 
 /* --- producer: request --- */
@@ -164,9 +117,11 @@ static void set_in_flight(struct ring *r, unsigned in_flight)
  */
 static void make_available(struct ring *r, struct cell *c)
 {
+	if (atomic_load_explicit(&c->state, memory_order_relaxed) == CELL_REQUESTED)
+		r->flight_bytes -= c->charge;
 	c->file_failed = c->input->error != 0;
 	atomic_store(&c->state, CELL_AVAILABLE);
-	wake_consumer(r);
+	ring_wake_consumer(r);
 }
 
 /*
@@ -209,7 +164,7 @@ static bool reads_past_size(const struct ring *r, const struct cell *c)
 static int queue_read(struct ring *r, struct cell *c)
 {
 	int fd = r->cfg->knobs.fixed_file ? (int)c->input->fixed_slot : c->input->fd;
-	struct io_uring_sqe *sqe = get_sqe(r);
+	struct io_uring_sqe *sqe = fault_lag_device(&r->uring) < 0 ? NULL : get_sqe(r);
 	size_t start = c->got, end = reads_past_size(r, c) ? past_size(c) : c->want;
 	/* A stream is read where it stands (offset -1), one read at a time. */
 	uint64_t offset = c->input->stream ? (uint64_t)-1 : c->offset + start;
@@ -228,6 +183,7 @@ static int queue_read(struct ring *r, struct cell *c)
 	else
 		io_uring_prep_read(sqe, fd, c->buf + start, end - start, offset);
 	io_uring_sqe_set_data(sqe, c);
+	r->last_read_direct = c->input->direct;
 	sqe->rw_flags = c->input->rw_flags;
 	sqe->flags |= r->cfg->sqe_flags | (r->cfg->knobs.fixed_file ? IOSQE_FIXED_FILE : 0);
 	r->last_sqe = sqe;
@@ -253,7 +209,7 @@ struct input *ring_next_input(struct ring *r)
 	in = input_at(r, taken);
 	if (!source_next(r->source, in)) {
 		atomic_store(&r->source_done, true);
-		wake_consumer(r);
+		ring_wake_consumer(r);
 		return NULL;
 	}
 	atomic_store(&r->nr_inputs, taken + 1);
@@ -281,10 +237,10 @@ bool ring_can_request(struct ring *r)
 {
 	struct input *in;
 
-	if (ring_in_flight(r) >= r->cfg->knobs.queue_depth)
+	if (ring_depth_full(r))
 		return false;
 	reclaim_buffers(r);
-	if (r->producer_head - r->reclaim_head >= r->cfg->nr_cells ||
+	if (r->producer_head - r->reclaim_head >= atomic_load_explicit(&r->cells_limit, memory_order_relaxed) ||
 	    r->requested_bytes >= atomic_load(&r->request_limit))
 		return false;
 	/* A new file waits for a descriptor; one already open always has its turn. */
@@ -333,6 +289,7 @@ int ring_request(struct ring *r)
 			continue;
 		}
 		atomic_store_explicit(&c->state, CELL_REQUESTED, memory_order_relaxed);
+		r->flight_bytes += c->charge;
 		in->stream_pending = in->stream;
 		ret = queue_read(r, c);
 		if (ret < 0)
@@ -423,6 +380,8 @@ int ring_reap_one(struct ring *r, bool wait)
 	c = io_uring_cqe_get_data(cqe);
 	res = cqe->res;
 	io_uring_cqe_seen(&r->uring, cqe);
+	if (!c)		/* the faults build's devlag: the timeout before a read */
+		return 1;
 	set_in_flight(r, ring_in_flight(r) - 1);
 	atomic_fetch_add_explicit(&r->reaped, 1, memory_order_relaxed);
 	ret = complete_read(r, c, res);
@@ -439,7 +398,10 @@ void ring_drain(struct ring *r)
 	r->last_sqe = NULL;
 	io_uring_submit(&r->uring);
 	while (ring_in_flight(r) > 0 && io_uring_wait_cqe(&r->uring, &cqe) == 0) {
+		bool read = io_uring_cqe_get_data(cqe) != NULL;
+
 		io_uring_cqe_seen(&r->uring, cqe);
-		set_in_flight(r, ring_in_flight(r) - 1);
+		if (read)
+			set_in_flight(r, ring_in_flight(r) - 1);
 	}
 }

@@ -82,6 +82,8 @@ struct ring_config {
 	enum staging ring_staging;	/* how the ring's blocks do: in place, prefetched or measured */
 	unsigned hash_threads;		/* the most a block can be hashed on: the usable cores, --num-threads */
 	bool adapts_window;		/* the window follows the reads and the hashing (ring_consume.c) */
+	bool depth_grows;		/* the queue depth and the buffers in use grow once (ring.c) */
+	unsigned first_cells;		/* the buffers in use until then: nr_cells, or half of them */
 	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */
 	unsigned sqe_flags;
 	int path_choice;		/* PATH_RING unless the variant chooses */
@@ -130,6 +132,13 @@ struct ring {
 	uint64_t requested_bytes;	/* the producer's: the charges of every block it requested */
 	uint64_t released_bytes;	/* the consumer's: the charges of every block it released */
 	_Atomic uint64_t request_limit;	/* the consumer's: released_bytes + the window's bytes */
+	_Atomic bool reads_behind;	/* the consumer's: the window grew, the hashing waiting for the reads */
+	_Atomic unsigned depth_limit;	/* the producer's: requests unfinished at most, the queue depth or more */
+	_Atomic unsigned cells_limit;	/* the producer's: blocks between the heads at most */
+	unsigned depth_waits;		/* the producer's: times it slept with every read allowed out */
+	bool last_read_direct;		/* the producer's: its last read queued was O_DIRECT */
+	uint64_t deepened_at;		/* the producer's: blocks requested when the depth grew; 0: never */
+	uint64_t flight_bytes;		/* the producer's: the charges of the requests unfinished */
 	struct window window;		/* the consumer's (ring_consume.c) */
 	struct side_trial side_trial;	/* the consumer's (ring_consume.c) */
 	unsigned hashed_ahead;		/* cells from the consumer head on hashed side by side already */
@@ -159,7 +168,7 @@ void ring_use_huge_pages(struct ring *r);
 unsigned open_files_allowed(void);
 void ring_say_hashing(const struct ring *r, const struct variant *v);
 
-/* ring.c: the ring buffer protocol and its producer */
+/* ring.c: the ring buffer protocol and its producer; ring_wake.c: the two sides' sleeping */
 void ring_start(struct ring *r, struct source *source);
 struct input *ring_next_input(struct ring *r);
 void ring_open_input(struct ring *r, struct input *in, unsigned index);
@@ -173,6 +182,12 @@ void ring_producer_sleep(struct ring *r);
 void ring_consumer_sleep(struct ring *r);
 uint64_t ring_clock_ns(void);
 void ring_wake_producer(struct ring *r);
+void ring_wake_consumer(struct ring *r);
+
+/* ring_depth.c: the producer's queue depth, and uring_b3sum's growing it */
+bool ring_depth_full(struct ring *r);
+bool ring_deepen(struct ring *r);
+void ring_say_depth(const struct ring *r);
 
 /* ring_consume.c: the consumer, hashing the available cells in order; it calls ring.c, never called by it */
 unsigned ring_consume(struct ring *r);

@@ -290,6 +290,7 @@ static void window_look(struct ring *r)
 		w->grown_first = w->periods == 1;
 		w->measured = false;
 		window_set(r, r->cfg->nr_cells);
+		atomic_store(&r->reads_behind, true);
 	}
 	w->period_blocks = 0;
 	w->waited_ns = 0;
@@ -320,20 +321,20 @@ static void window_release(struct ring *r, size_t charge)
 void ring_say_window(const struct ring *r)
 {
 	const struct window *w = &r->window;
-	unsigned small = window_small(r);
+	unsigned small = window_small(r), every = atomic_load(&r->cells_limit);
 	unsigned small_mib = (unsigned)((size_t)small * r->cfg->knobs.block_size >> 20);
 
 	if (!r->cfg->adapts_window || r->cfg->knobs.window || !r->have_uring || !r->bytes_hashed)
 		return;
 	if (small >= r->cfg->nr_cells)
 		fprintf(stderr, "%s: window every buffer (%u): no fewer would hold %uM\n", r->cfg->prog,
-			r->cfg->nr_cells, WINDOW_SMALL >> 20);
+			every, WINDOW_SMALL >> 20);
 	else if (!w->periods)
 		fprintf(stderr, "%s: window %u blocks (%uM): under %u blocks through the ring, too few to "
 			"measure the reads\n", r->cfg->prog, small, small_mib, small + WINDOW_PERIOD);
 	else if (w->grown_at)
 		fprintf(stderr, "%s: window every buffer (%u) from block %llu on: the hashing waited for the reads "
-			"%.0f%% of the time at %u blocks (over %s: they were behind)\n", r->cfg->prog, r->cfg->nr_cells,
+			"%.0f%% of the time at %u blocks (over %s: they were behind)\n", r->cfg->prog, every,
 			(unsigned long long)w->grown_at, 100 * w->grown_waited, small,
 			w->grown_first ? "2/3 of the first period" : "1/2 twice in a row");
 	else

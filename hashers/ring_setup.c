@@ -29,7 +29,8 @@ static int setup_uring(struct ring *r, unsigned flags)
 		memset(&p, 0, sizeof(p));
 		p.flags = flags;
 		p.sq_thread_idle = 100;	/* ms before the SQPOLL thread sleeps */
-		ret = io_uring_queue_init_params(r->cfg->knobs.queue_depth, &r->uring, &p);
+		ret = io_uring_queue_init_params(r->cfg->depth_grows ? r->cfg->nr_cells : r->cfg->knobs.queue_depth,
+						 &r->uring, &p);
 		if (ret != -EINVAL || i == sizeof(droppable_setup_flags) / sizeof(droppable_setup_flags[0]))
 			return ret;
 		flags &= ~droppable_setup_flags[i++];
@@ -86,6 +87,8 @@ static void configure(struct ring_config *cfg, const struct options *opts, const
 		       v->hashes_when_behind && !cfg->knobs.serial_hash && cfg->hash_threads > 1 && cfg->nr_cells > 1 ?
 		       HASH_WHEN_BEHIND : HASH_SERIAL;
 	cfg->adapts_window = v->adapts_window && v->uses_uring;
+	cfg->depth_grows = opts->depth_grows && cfg->adapts_window && cfg->nr_cells >= 2 * cfg->knobs.queue_depth;
+	cfg->first_cells = cfg->depth_grows ? cfg->nr_cells / 2 : cfg->nr_cells;
 	cfg->staging = staging_of(&cfg->knobs);
 	cfg->ring_staging = !v->chooses_path ? STAGE_IN_PLACE :
 			    cfg->staging == STAGE_PREFETCH || cfg->staging == STAGE_MEASURED ? cfg->staging : STAGE_IN_PLACE;

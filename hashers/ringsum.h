@@ -86,6 +86,7 @@ struct options {
 	bool progress;			/* --progress: bytes, files, rate and time left on stderr, a terminal */
 	int path_choice;		/* PATH_AUTO, PATH_MEMORY or PATH_RING */
 	bool path_given;
+	bool depth_grows;		/* uring_b3sum's queue depth and buffers, neither given: they grow (ring.c) */
 	uint64_t given;			/* bit i: knob_table[i] was given (options.c) */
 	char defaults_text[4096];	/* uring_b3sum's options file; option values point into it */
 	const char *trace_path;		/* CSV of consumer runs, or NULL */

@@ -34,8 +34,9 @@ RINGSUM_VARIANT(hash_stream_threaded,
 	 * A tree of small files, cold: O_DIRECT from 4K is faster than buffered
 	 * reads below a block, where each cold buffered read waits on its own
 	 * readahead, on 64 KiB files and on a mixed tree alike (docs/trees.md,
-	 * docs/cold-path/list-run). 1M x 32 and 4M x 16 deep were no faster: the
-	 * depth stays.
+	 * docs/cold-path/list-run). 1M x 32 and 4M x 16 deep were no faster on the
+	 * Zen 3's disk; 32 deep was on the Zen 5's, so the depth grows where the
+	 * device is the wait (ring_depth.c).
 	 */
 	.tree_direct_min = 4u << 10,
 	.hashes_when_behind = true,
