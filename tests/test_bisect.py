@@ -244,3 +244,20 @@ def test_bisect_between_two_fast_commits_finds_no_slower_one(started):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "\nno slower commit: the bad end's time / the good end's" in p.stdout
     assert doc["outcome"]["kind"] == "no slower commit" and len(doc["steps"]) == 1
+
+
+@pytest.mark.parametrize("ratio, kind, code", [
+    ([1.006, 1.001, 1.023], "no slower commit", 0),   # above 1, as identical builds are by chance
+    ([0.998, 0.990, 1.010], "no slower commit", 0),
+])
+def test_a_bad_end_within_the_threshold_is_no_slower_commit(tmp_path: Path, ratio, kind, code):
+    """docs/history.md: "no slower commit" when the bad end's interval rules out a slowdown beyond the
+    threshold, wherever it lies under it (the all-fast bisect above once exited 3 on 1.006 [1.001,
+    1.023] between two identical builds); "too small to see" only when it cannot rule it out."""
+    from harness.history.bisect import Bisection, Settings, Step
+    bisection = Bisection(None, tmp_path, Settings(config=tmp_path / "c.toml", threshold=0.5), print)
+    outcome = bisection._the_ends(Step("b" * 40, "bad end", GOOD, "within", ratio))
+    assert outcome.kind == kind and outcome.exit_code == code
+    assert ("slower, but by less than the threshold" in outcome.text) == (ratio[1] > 1)
+    unclear = bisection._the_ends(Step("b" * 40, "bad end", SKIP, "the check cannot decide: interval 0.9-1.7"))
+    assert unclear.kind == "too small to see" and unclear.exit_code == 3

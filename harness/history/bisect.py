@@ -10,10 +10,11 @@ judges those too) is no slower commit by itself, and three probes a step are too
 git bisect runs in a bare clone inside the run directory, so the repository and its working tree
 are never touched.
 
-The bad end is measured first. When it is not slower there is nothing to find ("no slower
-commit"); when it is slower by less than the threshold, or its interval reaches past the
-threshold without lying above it, the slowdown is too small to see with these rounds; a bad end
-that does not build or run leaves it undecided: each said so.
+The bad end is measured first. When its interval rules out a slowdown beyond the threshold there
+is nothing to find ("no slower commit", docs/history.md), even if it lies above 1: slower by less
+than the threshold, as two identical builds are by chance one time in forty at 95%; when its
+interval reaches past the threshold without lying above it, the slowdown is too small to see with
+these rounds; a bad end that does not build or run leaves it undecided: each said so.
 """
 
 from __future__ import annotations
@@ -182,13 +183,11 @@ class Bisection:
         ratio = f"{end.ratio[0]:.3f} [{end.ratio[1]:.3f}, {end.ratio[2]:.3f}]" if end.ratio else "-"
         if end.verdict == BAD:
             return None
-        if end.verdict == GOOD and end.ratio and end.ratio[1] > 1:
-            return Outcome(TOO_SMALL, f"the bad end is slower, but by less than the threshold ({thr:.0%}): "
-                           f"all hashers pooled, its time / the good end's {ratio}: too small for the check "
-                           "to bisect (a lower --threshold, with more --rounds, may see it)", steps=self.steps)
         if end.verdict == GOOD:
+            under = (f"; slower, but by less than the threshold (a lower --threshold, with more --rounds, "
+                     "may bisect it)" if end.ratio and end.ratio[1] > 1 else "")
             return Outcome(NONE_SLOWER, f"the bad end's time / the good end's {ratio}, "
-                           f"no slowdown beyond {thr:.0%}", steps=self.steps)
+                           f"no slowdown beyond {thr:.0%}{under}", steps=self.steps)
         if end.reason.startswith(UNCLEAR):
             return Outcome(TOO_SMALL, f"a slowdown, if there is one, too small to see in these rounds: "
                            f"{end.reason.removeprefix(UNCLEAR)} (more --rounds narrow the interval)", steps=self.steps)
