@@ -136,7 +136,6 @@ static const char *program_name(int argc, char **argv, const struct variant *v)
 	return slash && slash[1] ? slash + 1 : argv[0];
 }
 
-/* Returns -1 to go on, or the exit status to leave with at once. */
 /*
  * --files0-from's list, opened before the wisdom looks at its first files. A
  * list that cannot be opened ends the run once the hashing asks it for a name
@@ -159,6 +158,7 @@ static int ending(struct options *opts, int status)
 	return status;
 }
 
+/* Returns -1 to go on, or the exit status to leave with at once. */
 int parse_options(struct options *opts, int argc, char **argv, const struct variant *v)
 {
 	int ret = -1;
