@@ -24,8 +24,9 @@ VENV_OK := $(VENV)/.installed
 WHEELS_OK := $(BUILD)/wheels/.made
 PY_LOCK := harness/requirements.lock
 BLAKE3  := $(BUILD)/vendor/blake3-$(BLAKE3_VERSION)/c
-BLAKE3_LIB := $(BUILD)/blake3/libblake3.a
-BLAKE3_JOIN_LIB := $(BUILD)/blake3/libblake3-blake3join.a
+BLAKE3_LIB := $(BUILD)/blake3-serial/libblake3.a
+# Hashing on every core, loaded by the programs when first needed (hashers/parallel_load.c), beside them.
+PARALLEL_SO := lib/ringsum/parallel_hash.so
 SWEEP_CONFIG ?= configs/quick.toml
 SWEEP_FILE   ?= $(BUILD)/data/sweep-1G.bin
 # pip extras of the venv: `fleet` is Ansible for `make fleet` (the fleet's hosts get EXTRAS= ).
@@ -45,16 +46,17 @@ shell_quoted = $(subst ','\'',$(1))
 
 LIBURING_VERSION = $(shell dpkg-query -W -f='$${Version}' liburing-dev 2>/dev/null)
 CFLAGS  ?= -O3 -g
-CFLAGS  += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -pthread -I$(BLAKE3) -DBLAKE3_USE_TBB \
+CFLAGS  += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -pthread -I$(BLAKE3) \
 	   -DRINGSUM_LIBURING_VERSION='"$(LIBURING_VERSION)"'
-LDLIBS  := -luring -ltbb -lstdc++ -pthread
+LDLIBS  := -luring -pthread
 
 # SIMD levels below the CPU's (a machine condition of harness/conditions/spec.py): BLAKE3 built without
 # its AVX-512 code, or without AVX-512 and AVX2, by its own defines; the hashers in simd-<level>/bin.
 SIMD_LEVELS   := avx2 sse41
 # Build flavours, each in its own tree so that they coexist.
-# blake3join links BLAKE3's own TBB join instead of hashers/parallel_hash.cpp, for `make bench`.
-# LIB_<flavour>: its BLAKE3 library, when not $(BLAKE3_LIB).
+# blake3join's parallel_hash.so has BLAKE3's own TBB join instead of hashers/parallel_hash.cpp, for `make bench`.
+# LIB_<flavour>: its BLAKE3 library, when not $(BLAKE3_LIB); SO_<flavour>: its parallel_hash.so, when not
+# $(BUILD)/pic's.
 FLAVOURS      := release notrace asan tsan faults blake3join $(SIMD_LEVELS)
 DIR_release   := $(BUILD)
 DIR_notrace   := $(BUILD)/notrace
@@ -68,14 +70,14 @@ FLAGS_asan    := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-s
 FLAGS_tsan    := -O1 -fsanitize=thread
 FLAGS_faults  := -DRINGSUM_FAULTS
 FLAGS_blake3join :=
-LIB_blake3join := $(BLAKE3_JOIN_LIB)
+SO_blake3join := $(BUILD)/pic/blake3join/parallel_hash.so
 # SIMD levels (machine conditions, harness/conditions/spec.py): the hashers in simd-<level>/bin.
 NO_SIMD_avx2  := -DBLAKE3_NO_AVX512
 NO_SIMD_sse41 := -DBLAKE3_NO_AVX512 -DBLAKE3_NO_AVX2
-$(foreach l,$(SIMD_LEVELS),$(eval DIR_$(l) := $(BUILD)/simd-$(l))$(eval LIB_$(l) := $(BUILD)/simd-$(l)/blake3/libblake3.a))
+$(foreach l,$(SIMD_LEVELS),$(eval DIR_$(l) := $(BUILD)/simd-$(l))$(eval LIB_$(l) := $(BUILD)/simd-$(l)/blake3-serial/libblake3.a)$(eval SO_$(l) := $(BUILD)/simd-$(l)/pic/parallel_hash.so))
 # A flavour's programs, and its list of them (share/ringsum/variants beside bin/), which the harness and tests read.
 programs = $(foreach p,$(PROGRAMS),$(DIR_$(1))/bin/$(p))
-bins = $(call programs,$(1)) $(DIR_$(1))/share/ringsum/variants
+bins = $(call programs,$(1)) $(DIR_$(1))/share/ringsum/variants $(DIR_$(1))/$(PARALLEL_SO)
 
 .PHONY: all deps deps-apt docs structure test test-stress test-sanitize test-sanitize-machine bench bench-cli sweep ledger wisdom-effect wisdom-effect-tree fleet wheels lock check-power verify fuzz clean distclean \
 	install uninstall man completions deb b3sum-suite simd
@@ -94,58 +96,63 @@ $(call programs,$(1)): $(DIR_$(1))/bin/%: $(DIR_$(1))/obj/variants/%.o $(foreach
 $(DIR_$(1))/share/ringsum/variants: $(call programs,$(1)) Makefile
 	@mkdir -p $$(@D)
 	printf '%s\n' $(PROGRAMS) > $$@
+$(DIR_$(1))/$(PARALLEL_SO): $(or $(SO_$(1)),$(BUILD)/pic/parallel_hash.so)
+	@mkdir -p $$(@D)
+	cp $$< $$@
 endef
 $(foreach f,$(FLAVOURS),$(eval $(call compile_rule,$(f))))
 
-# --- the official BLAKE3 C library, from the blake3 crate, built with SIMD assembly and TBB ---
+# --- the official BLAKE3 C library, from the blake3 crate, built with SIMD assembly ---
+# The programs link it serial (no TBB); parallel_hash.so is it again, position-independent and with TBB,
+# with hashers/parallel_hash.cpp in the place of BLAKE3's blake3_tbb.cpp: the same join, with a grain
+# (and its staging trials, hashers/staging_trial.cpp). The blake3join flavour's has BLAKE3's own join.
 BLAKE3_C_SRCS := blake3.c blake3_dispatch.c blake3_portable.c
 BLAKE3_S_SRCS := blake3_sse2_x86-64_unix.S blake3_sse41_x86-64_unix.S \
 		 blake3_avx2_x86-64_unix.S blake3_avx512_x86-64_unix.S
-# hashers/parallel_hash.cpp takes the place of BLAKE3's blake3_tbb.cpp: the same join, with a grain
-# (and its staging trials, hashers/staging_trial.cpp).
+BLAKE3_OBJS := $(BLAKE3_C_SRCS:.c=.o) $(BLAKE3_S_SRCS:.S=.o)
 JOIN_OBJS := parallel_hash.o staging_trial.o
 JOIN_DEPS := hashers/parallel_hash.h hashers/staging_trial.h
-CXXFLAGS_JOIN := -std=c++20 -O3 -g -Wall -Wextra -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB
-BLAKE3_OBJS := $(addprefix $(BUILD)/blake3/,$(BLAKE3_C_SRCS:.c=.o) $(BLAKE3_S_SRCS:.S=.o) $(JOIN_OBJS))
+CXXFLAGS_JOIN := -std=c++20 -O3 -g -Wall -Wextra -fno-exceptions -fno-rtti -fPIC -fno-semantic-interposition \
+		 -ftls-model=initial-exec -DBLAKE3_USE_TBB
+# Only parallel_hash.h's entry points leave the library (hashers/parallel_hash.map).
+LINK_SO = $(CXX) -shared -Wl,-Bsymbolic -Wl,-z,defs -Wl,--version-script=hashers/parallel_hash.map $(1) -o $@ -ltbb
 
-$(BLAKE3_LIB): $(BLAKE3_OBJS)
-	rm -f $@
-	$(AR) rcs $@ $^
-$(BLAKE3_JOIN_LIB): $(filter-out $(addprefix %/,$(JOIN_OBJS)),$(BLAKE3_OBJS)) $(BUILD)/blake3/blake3_tbb.o $(BUILD)/blake3/hash_parallel_plain.o
-	rm -f $@
-	$(AR) rcs $@ $^
-$(BUILD)/blake3/%.o: $(BLAKE3)/%.c | $(BLAKE3)/blake3.h
-	@mkdir -p $(@D)
-	$(CC) -O3 -DBLAKE3_USE_TBB -c $< -o $@
-$(BUILD)/blake3/%.o: $(BLAKE3)/%.S | $(BLAKE3)/blake3.h
-	@mkdir -p $(@D)
-	$(CC) -c $< -o $@
-# Debian 12's TBB (2021.8) is older than BLAKE3's CMake check wants; the source itself builds fine.
-$(BUILD)/blake3/%.o: hashers/%.cpp $(JOIN_DEPS) | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
-	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS_JOIN) -I$(BLAKE3) -c $< -o $@
-$(BUILD)/blake3/hash_parallel_plain.o: hashers/parallel_hash.cpp $(JOIN_DEPS) | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
-	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS_JOIN) -DRINGSUM_BLAKE3_JOIN -I$(BLAKE3) -c $< -o $@
-$(BUILD)/blake3/blake3_tbb.o: $(BLAKE3)/blake3_tbb.cpp | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
-	@mkdir -p $(@D)
-	$(CXX) -std=c++20 -O3 -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB -c $< -o $@
-
-define simd_blake3_rules
-$(LIB_$(1)): $(addprefix $(DIR_$(1))/blake3/,$(BLAKE3_C_SRCS:.c=.o) $(BLAKE3_S_SRCS:.S=.o) $(JOIN_OBJS))
+# blake3_rules(dir, extra flags): a serial libblake3.a in dir/blake3-serial, parallel_hash.so in dir/pic
+define blake3_rules
+$(1)/blake3-serial/libblake3.a: $(addprefix $(1)/blake3-serial/,$(BLAKE3_OBJS))
 	rm -f $$@
 	$$(AR) rcs $$@ $$^
-$(DIR_$(1))/blake3/%.o: $(BLAKE3)/%.c | $(BLAKE3)/blake3.h
+$(1)/pic/parallel_hash.so: $(addprefix $(1)/pic/,$(BLAKE3_OBJS) $(JOIN_OBJS)) hashers/parallel_hash.map
+	$$(call LINK_SO,$$(filter %.o,$$^))
+$(1)/blake3-serial/%.o: $(BLAKE3)/%.c | $(BLAKE3)/blake3.h
 	@mkdir -p $$(@D)
-	$$(CC) -O3 -DBLAKE3_USE_TBB $(NO_SIMD_$(1)) -c $$< -o $$@
-$(DIR_$(1))/blake3/%.o: $(BLAKE3)/%.S | $(BLAKE3)/blake3.h
+	$$(CC) -O3 $(2) -c $$< -o $$@
+$(1)/blake3-serial/%.o: $(BLAKE3)/%.S | $(BLAKE3)/blake3.h
 	@mkdir -p $$(@D)
 	$$(CC) -c $$< -o $$@
-$(DIR_$(1))/blake3/%.o: hashers/%.cpp $(JOIN_DEPS) | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+$(1)/pic/%.o: $(BLAKE3)/%.S | $(BLAKE3)/blake3.h
 	@mkdir -p $$(@D)
-	$$(CXX) $(CXXFLAGS_JOIN) $(NO_SIMD_$(1)) -I$(BLAKE3) -c $$< -o $$@
+	$$(CC) -c $$< -o $$@
+$(1)/pic/%.o: $(BLAKE3)/%.c | $(BLAKE3)/blake3.h
+	@mkdir -p $$(@D)
+	$$(CC) -O3 -fPIC -fno-semantic-interposition -DBLAKE3_USE_TBB $(2) -c $$< -o $$@
+# Debian 12's TBB (2021.8) is older than BLAKE3's CMake check wants; the source itself builds fine.
+$(1)/pic/%.o: hashers/%.cpp $(JOIN_DEPS) | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+	@mkdir -p $$(@D)
+	$$(CXX) $(CXXFLAGS_JOIN) $(2) -I$(BLAKE3) -c $$< -o $$@
 endef
-$(foreach l,$(SIMD_LEVELS),$(eval $(call simd_blake3_rules,$(l))))
+$(eval $(call blake3_rules,$(BUILD),))
+$(foreach l,$(SIMD_LEVELS),$(eval $(call blake3_rules,$(DIR_$(l)),$(NO_SIMD_$(l)))))
+
+$(SO_blake3join): $(addprefix $(BUILD)/pic/,$(BLAKE3_OBJS)) $(BUILD)/pic/blake3join/blake3_tbb.o \
+		  $(BUILD)/pic/blake3join/hash_parallel_plain.o hashers/parallel_hash.map
+	$(call LINK_SO,$(filter %.o,$^))
+$(BUILD)/pic/blake3join/hash_parallel_plain.o: hashers/parallel_hash.cpp $(JOIN_DEPS) | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS_JOIN) -DRINGSUM_BLAKE3_JOIN -I$(BLAKE3) -c $< -o $@
+$(BUILD)/pic/blake3join/blake3_tbb.o: $(BLAKE3)/blake3_tbb.cpp | $(BLAKE3)/blake3.h /usr/include/oneapi/tbb.h
+	@mkdir -p $(@D)
+	$(CXX) -std=c++20 -O3 -fPIC -fno-exceptions -fno-rtti -DBLAKE3_USE_TBB -c $< -o $@
 
 # The fetch brings every source file along with the header.
 $(addprefix $(BLAKE3)/,$(BLAKE3_C_SRCS) $(BLAKE3_S_SRCS) blake3_tbb.cpp): $(BLAKE3)/blake3.h ;
@@ -209,6 +216,8 @@ $(BUILD)/tests/%: tests/helpers/%.c
 PREFIX      ?= /usr/local
 bindir      ?= $(PREFIX)/bin
 datadir     ?= $(PREFIX)/share
+# parallel_hash.so: the programs look for it in ../lib/ringsum from their own directory
+pkglibdir   ?= $(PREFIX)/lib/ringsum
 man1dir     ?= $(datadir)/man/man1
 bashcompdir ?= $(datadir)/bash-completion/completions
 zshcompdir  ?= $(datadir)/zsh/site-functions
@@ -250,8 +259,9 @@ completions: $(COMPLETIONS)
 
 install: all man completions
 	$(INSTALL) -d $(DESTDIR)$(bindir) $(DESTDIR)$(man1dir) $(DESTDIR)$(bashcompdir) $(DESTDIR)$(zshcompdir) \
-		$(DESTDIR)$(datadir)/ringsum
+		$(DESTDIR)$(datadir)/ringsum $(DESTDIR)$(pkglibdir)
 	$(INSTALL) -m 755 $(INSTALL_PROGRAMS:%=$(BUILD)/bin/%) $(DESTDIR)$(bindir)/
+	$(INSTALL) -m 644 $(BUILD)/$(PARALLEL_SO) $(DESTDIR)$(pkglibdir)/
 	printf '%s\n' $(INSTALL_PROGRAMS) > $(DESTDIR)$(datadir)/ringsum/variants
 	chmod 644 $(DESTDIR)$(datadir)/ringsum/variants
 	$(INSTALL) -m 644 $(INSTALL_PROGRAMS:%=$(BUILD)/man/%.1) $(DESTDIR)$(man1dir)/
@@ -268,8 +278,8 @@ endif
 uninstall:
 	rm -f $(INSTALL_PROGRAMS:%=$(DESTDIR)$(bindir)/%) $(INSTALL_PROGRAMS:%=$(DESTDIR)$(man1dir)/%.1) \
 	      $(INSTALL_PROGRAMS:%=$(DESTDIR)$(bashcompdir)/%) $(INSTALL_PROGRAMS:%=$(DESTDIR)$(zshcompdir)/_%) \
-	      $(DESTDIR)$(datadir)/ringsum/variants
-	-rmdir $(DESTDIR)$(datadir)/ringsum 2>/dev/null
+	      $(DESTDIR)$(datadir)/ringsum/variants $(DESTDIR)$(pkglibdir)/parallel_hash.so
+	-rmdir $(DESTDIR)$(datadir)/ringsum $(DESTDIR)$(pkglibdir) 2>/dev/null
 	if [ "$$(readlink $(DESTDIR)$(bindir)/b3sum)" = uring_b3sum ]; then \
 		rm -f $(DESTDIR)$(bindir)/b3sum $(DESTDIR)$(man1dir)/b3sum.1 \
 		      $(DESTDIR)$(bashcompdir)/b3sum $(DESTDIR)$(zshcompdir)/_b3sum; fi
@@ -312,11 +322,11 @@ deb: all man completions | deps-apt
 		| gzip -9n > $(DEB_DOC)/changelog.Debian.gz
 	gzip -9n $(DEB_ROOT)/usr/share/man/man1/*.1 $(DEB_LIB)/share/man/man1/*.1
 	strip --remove-section=.comment --remove-section=.note --strip-unneeded \
-		$(DEB_ROOT)/usr/bin/uring_b3sum $(COMPARISONS:%=$(DEB_LIB)/bin/%)
+		$(DEB_ROOT)/usr/bin/uring_b3sum $(COMPARISONS:%=$(DEB_LIB)/bin/%) $(DEB_LIB)/parallel_hash.so
 	$(INSTALL) -m 755 packaging/debian/postinst packaging/debian/prerm $(DEB_ROOT)/DEBIAN/
 	printf 'Source: ringsum\n\nPackage: uring-b3sum\nArchitecture: any\n' > $(DEB_WORK)/debian/control
 	cd $(DEB_WORK) && dpkg-shlibdeps -O debian/uring-b3sum/usr/bin/uring_b3sum \
-		$(COMPARISONS:%=debian/uring-b3sum/usr/lib/ringsum/bin/%) > shlibs
+		$(COMPARISONS:%=debian/uring-b3sum/usr/lib/ringsum/bin/%) debian/uring-b3sum/usr/lib/ringsum/parallel_hash.so > shlibs
 	cd $(DEB_ROOT) && find . -type f ! -path './DEBIAN/*' -printf '%P\0' | sort -z | xargs -0 md5sum > DEBIAN/md5sums
 	printf '%s\n' 'Package: uring-b3sum' 'Version: $(DEB_VERSION)' 'Architecture: $(DEB_ARCH)' \
 		'Maintainer: $(call shell_quoted,$(DEB_MAINTAINER))' \
@@ -515,7 +525,7 @@ verify: deps-apt
 	bash hashers/model/verify.sh
 
 clean:
-	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/share $(BUILD)/gen $(BUILD)/blake3 $(BUILD)/tests $(BUILD)/fuzz $(foreach f,$(filter-out release,$(FLAVOURS)),$(DIR_$(f)))
+	rm -rf $(BUILD)/bin $(BUILD)/obj $(BUILD)/share $(BUILD)/gen $(BUILD)/blake3 $(BUILD)/blake3-serial $(BUILD)/pic $(BUILD)/lib $(BUILD)/tests $(BUILD)/fuzz $(foreach f,$(filter-out release,$(FLAVOURS)),$(DIR_$(f)))
 
 distclean:
 	rm -rf $(BUILD) $(TOOLS) $(VENV)

@@ -317,7 +317,7 @@ void ring_update(blake3_hasher *hasher, const uint8_t *data, size_t len, staging
 // tasks are too small for that (32 KiB: one leaf a half, with nothing ahead
 // to prefetch), and its halves have just been read alike, so the pair is the
 // block's. A piece too small to halve is hashed in place.
-constexpr size_t MIN_RING_PAIR = 128 * 1024;
+constexpr size_t MIN_RING_PAIR = HASH_TRIAL_MIN;  // parallel_load.c hashes a smaller one in place without loading this
 
 void hash_ring(blake3_hasher *hasher, const uint8_t *data, size_t len, staging how, bool parallel) {
   int winner = how == STAGE_MEASURED ? trial_task_winner(TRIAL_RING) : how;
@@ -396,10 +396,3 @@ extern "C" void hash_limit_threads(size_t threads) noexcept {
       oneapi::tbb::global_control::max_allowed_parallelism, threads);
 }
 
-// TBB's arena is as wide as the CPUs this process may run on (its affinity:
-// taskset, a cpuset), the global control as --num-threads.
-extern "C" size_t hash_max_threads(void) noexcept {
-  return std::min(static_cast<size_t>(oneapi::tbb::this_task_arena::max_concurrency()),
-                  oneapi::tbb::global_control::active_value(
-                      oneapi::tbb::global_control::max_allowed_parallelism));
-}

@@ -59,8 +59,11 @@ struct hash_job {
 void hash_jobs_parallel(const struct hash_job *jobs, size_t n, enum staging how) PARALLEL_HASH_NOEXCEPT;
 /* --num-threads: no more hashing threads than this. */
 void hash_limit_threads(size_t threads) PARALLEL_HASH_NOEXCEPT;
-/* How many threads a parallel hash can run on: the cores this process may use, under --num-threads. */
+/* How many threads a parallel hash can run on: the cores this process may use, under --num-threads
+ * (parallel_load.c's, TBB not started). */
 size_t hash_max_threads(void) PARALLEL_HASH_NOEXCEPT;
+/* A block below this is hashed in place while no trial has a winner: hash_ring()'s MIN_RING_PAIR. */
+#define HASH_TRIAL_MIN (128u << 10)
 
 #ifdef __cplusplus
 }

@@ -42,12 +42,36 @@ def test_install_puts_programs_pages_and_completions_under_prefix(staged: Path) 
         + [f"usr/share/man/man1/{p}.1" for p in (*PROGRAMS, "b3sum")]
         + [f"usr/share/bash-completion/completions/{p}" for p in (*PROGRAMS, "b3sum")]
         + [f"usr/share/zsh/site-functions/_{p}" for p in (*PROGRAMS, "b3sum")]
-        + ["usr/share/ringsum/variants"])
+        + ["usr/share/ringsum/variants", "usr/lib/ringsum/parallel_hash.so"])
     assert installed_files(staged) == expected
     assert os.readlink(staged / "usr/bin/b3sum") == "uring_b3sum"
     assert os.readlink(staged / "usr/share/man/man1/b3sum.1") == "uring_b3sum.1"
     for p in PROGRAMS:
         assert os.access(staged / "usr/bin" / p, os.X_OK)
+
+
+def test_installed_programs_hash_on_every_core_with_the_installed_library(staged: Path, tmp_path: Path) -> None:
+    """Hashing on every core is parallel_hash.so, which the programs load from ../lib/ringsum when first
+    needed (hashers/parallel_load.c): a small file's run loads nothing; without the library a hash that
+    wants every core is said to go on one, and is still b3sum's."""
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(8 << 20))
+    expected = subprocess.run([B3SUM, data], capture_output=True, timeout=60).stdout
+    program = staged / "usr/bin/uring_b3sum"
+    traced = subprocess.run(["strace", "-f", "-e", "trace=openat", program, "--parallel-hash", data],
+                            capture_output=True, timeout=60)
+    assert traced.stdout == expected and f"{staged}/usr/bin/../lib/ringsum/parallel_hash.so".encode() in traced.stderr
+    small = tmp_path / "small"
+    small.write_bytes(b"ring" * 1024)
+    traced = subprocess.run(["strace", "-f", "-e", "trace=openat", program, small], capture_output=True, timeout=60)
+    assert traced.returncode == 0 and b"parallel_hash.so" not in traced.stderr and b"libtbb" not in traced.stderr
+    moved = tmp_path / "bin"
+    moved.mkdir()
+    shutil.copy2(program, moved / "uring_b3sum")
+    alone = subprocess.run([moved / "uring_b3sum", "--parallel-hash", data], capture_output=True, timeout=60)
+    assert alone.returncode == 0 and alone.stdout == expected
+    assert alone.stderr.decode() == (f"uring_b3sum: cannot load parallel_hash.so (not in {moved}/../lib/ringsum): "
+                                     "hashing on one core\n")
 
 
 def test_without_as_b3sum_there_is_no_b3sum(tmp_path: Path) -> None:

@@ -70,6 +70,8 @@ def make_builds(out: Path, names: list[str]) -> dict[str, Path]:
             shutil.copy2(exe, d / exe.name)
         (root / "share" / "ringsum").mkdir(parents=True)  # the variants' list, beside bin/ as make writes it
         shutil.copy2(FAULTS_BIN.parent / "share" / "ringsum" / "variants", root / "share" / "ringsum" / "variants")
+        # hashing on every core, which the programs load from beside bin/ (hashers/parallel_load.c)
+        shutil.copytree(FAULTS_BIN.parent / "lib", root / "lib")
         if spec:
             (d / "ringsum-faults").write_text(spec + "\n")
         builds[name] = d

@@ -1,8 +1,9 @@
 #!/bin/sh
-# startup.sh REPO OUT: what one invocation on a 4 KiB cached file costs, and what linking costs
-# (programs that do nothing, linked as uring_b3sum is). hyperfine, 500 runs each, one at a time.
+# startup.sh REPO OUT [OLD]: what one invocation on a 4 KiB cached file costs, and what linking costs
+# (programs that do nothing, linked as uring_b3sum was). hyperfine, 500 runs each, one at a time;
+# OLD: another uring_b3sum to time beside REPO's.
 set -eu
-repo=$1 out=$2
+repo=$1 out=$2 old=${3:-}
 mkdir -p "$out" && cd "$out"
 head -c 4096 /dev/urandom > small4k
 echo 'int main(void){return 0;}' > nop.c
@@ -14,5 +15,5 @@ gcc -O2 nop.c -o nop_stdcxx -Wl,--no-as-needed -luring -lstdc++ -pthread
 gcc -O2 nop.c -o nop_libs -Wl,--no-as-needed -luring -ltbb -lstdc++ -pthread
 g++ -O2 tbbinit.cpp -o tbbinit -ltbb
 hyperfine -N -w 30 -r 500 --export-json startup.json \
-	"$repo/build/bin/uring_b3sum small4k" "$repo/.tools/bin/b3sum small4k" \
+	"$repo/build/bin/uring_b3sum small4k" ${old:+"$old small4k"} "$repo/.tools/bin/b3sum small4k" \
 	./nop_plain ./nop_uring ./nop_stdcxx ./nop_libs ./tbbinit
