@@ -59,6 +59,8 @@ struct hash_job {
 void hash_jobs_parallel(const struct hash_job *jobs, size_t n, enum staging how) PARALLEL_HASH_NOEXCEPT;
 /* --num-threads: no more hashing threads than this. */
 void hash_limit_threads(size_t threads) PARALLEL_HASH_NOEXCEPT;
+/* parallel_load.c's: the library loaded now, not at the first hash that needs it. */
+void hash_load(void) PARALLEL_HASH_NOEXCEPT;
 /* How many threads a parallel hash can run on: the cores this process may use, under --num-threads
  * (parallel_load.c's, TBB not started). */
 size_t hash_max_threads(void) PARALLEL_HASH_NOEXCEPT;
