@@ -69,7 +69,7 @@ FLAGS_notrace := -DRINGSUM_NO_TRACE
 FLAGS_asan    := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 FLAGS_tsan    := -O1 -fsanitize=thread
 FLAGS_faults  := -DRINGSUM_FAULTS
-FLAGS_blake3join :=
+FLAGS_blake3join := -DRINGSUM_BLAKE3_JOIN
 SO_blake3join := $(BUILD)/pic/blake3join/parallel_hash.so
 # SIMD levels (machine conditions, harness/conditions/spec.py): the hashers in simd-<level>/bin.
 NO_SIMD_avx2  := -DBLAKE3_NO_AVX512
