@@ -104,3 +104,35 @@ def test_sysinfo_for_a_person_and_as_json() -> None:
                                      text=True, check=True, cwd=repo).stdout)
     assert data["fingerprint"]["fingerprint_id"] in text.splitlines()[5]
     assert "l2_cache_bytes" in data["fingerprint"]
+
+
+def _damon_tree(root: Path, state: str, action: str) -> None:
+    """The sysfs layout of the Zen 5 guest's kdamond (docs/cold-path/path-trial-zen5), as read there."""
+    kdamond = root / "kernel/mm/damon/admin/kdamonds/0"
+    context = kdamond / "contexts/0"
+    scheme = context / "schemes/0"
+    for path, text in ((kdamond / "state", state), (context / "operations", "paddr"),
+                       (context / "monitoring_attrs/intervals/aggr_us", "5000000"),
+                       (scheme / "action", action), (scheme / "access_pattern/age/min", "12"),
+                       (root / "kernel/mm/damon/admin/kdamonds/nr_kdamonds", "1")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n")
+
+
+def test_the_fingerprint_says_when_idle_page_cache_is_paged_out(tmp_path: Path) -> None:
+    """A guest whose DAMON pages out memory idle for a minute empties a cached tree left alone: sysinfo
+    says so (not in the id), and says nothing of a kdamond that is off or only watches."""
+    from harness.machine.sysinfo import page_cache_reclaim
+
+    _damon_tree(tmp_path / "on", "on", "pageout")
+    assert page_cache_reclaim(tmp_path / "on") == "DAMON pageout of memory idle 60 s (kdamond 0)"
+    _damon_tree(tmp_path / "off", "off", "pageout")
+    _damon_tree(tmp_path / "stat", "on", "stat")
+    assert page_cache_reclaim(tmp_path / "off") == page_cache_reclaim(tmp_path / "stat") == "none"
+    module = tmp_path / "module" / "module/damon_reclaim/parameters"
+    module.mkdir(parents=True)
+    (module / "enabled").write_text("Y\n")
+    (module / "min_age").write_text("120000000\n")
+    assert page_cache_reclaim(tmp_path / "module") == "DAMON_RECLAIM of memory idle 120 s"
+    here = fingerprint()
+    assert here["page_cache_reclaim"] == page_cache_reclaim() and "page_cache_reclaim" not in MACHINE_ID_FIELDS

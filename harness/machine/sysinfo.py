@@ -178,6 +178,26 @@ def _cache_size(level: int) -> int | None:
     return None
 
 
+def page_cache_reclaim(sys_root: Path = Path("/sys")) -> str:
+    """What pages out memory left idle, as the kernel is set (DAMON's schemes, or its reclaim module):
+    a cached file nobody reads then leaves the page cache, and a race by hand must read it again just
+    before (docs/cold-path/path-trial-zen5). Not in the id: a setting, not the machine."""
+    found = []
+    for kdamond in sorted((sys_root / "kernel/mm/damon/admin/kdamonds").glob("[0-9]*")):
+        if _read(kdamond / "state") != "on":
+            continue
+        for context in sorted((kdamond / "contexts").glob("[0-9]*")):
+            aggregation_us = int(_read(context / "monitoring_attrs/intervals/aggr_us"))
+            for scheme in sorted((context / "schemes").glob("[0-9]*")):
+                if _read(scheme / "action") == "pageout":
+                    idle_s = int(_read(scheme / "access_pattern/age/min")) * aggregation_us / 1e6
+                    found.append(f"DAMON pageout of memory idle {idle_s:g} s (kdamond {kdamond.name})")
+    module = sys_root / "module/damon_reclaim/parameters"
+    if (module / "enabled").exists() and _read(module / "enabled") == "Y":
+        found.append(f"DAMON_RECLAIM of memory idle {int(_read(module / 'min_age')) / 1e6:g} s")
+    return "; ".join(found) or "none"
+
+
 def fingerprint(file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     probe = _Probe()
     cpu = probe("cpuinfo", _cpuinfo) or {}
@@ -204,6 +224,7 @@ def fingerprint(file: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     probe("distribution", _os_release)
     probe("hostname", platform.node)
     probe("io_uring_disabled", lambda: int(_read(Path("/proc/sys/kernel/io_uring_disabled"))))
+    probe("page_cache_reclaim", page_cache_reclaim)
     target = Path(file) if file else REPO_ROOT
     probe("file", lambda: str(target))
     mount = probe("mount", lambda: _mount_of(target)) or {}
@@ -308,7 +329,8 @@ def human(info: dict[str, Any]) -> str:
         f"L3 {size(fp.get('l3_cache_bytes'))}" + (f", {mem / 2**30:.0f} GiB" if mem else ""),
         f"system:      {fp.get('distribution') or '?'}, kernel {fp.get('kernel') or '?'}, {fp.get('arch') or '?'}"
         + (f", {fp['virtualization']}" if fp.get("virtualization") else "")
-        + (f" ({fp['container']} container)" if fp.get("container") not in (None, "none") else "") + f", io_uring_disabled={fp.get('io_uring_disabled', '?')}",
+        + (f" ({fp['container']} container)" if fp.get("container") not in (None, "none") else "") + f", io_uring_disabled={fp.get('io_uring_disabled', '?')}"
+        + (f", idle page cache paged out: {fp['page_cache_reclaim']}" if fp.get("page_cache_reclaim") not in (None, "none") else ""),
         f"storage:     {fp.get('fs_type') or '?'} on {fp.get('source') or '?'} (for {fp.get('file') or '?'}): "
         f"{fp.get('device_driver') or '?'}, {'rotational' if fp.get('rotational') else 'non-rotational'}, "
         f"scheduler {fp.get('scheduler') or '?'}, read-ahead {fp.get('read_ahead_kb', '?')} KiB",
