@@ -16,6 +16,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,7 +34,8 @@ static struct parallel {
 	void (*hash_jobs_parallel)(const struct hash_job *, size_t, enum staging);
 	void (*hash_limit_threads)(size_t);
 } lib;
-static bool loaded;				/* lib holds the library's entry points */
+/* lib holds the library's entry points; --verbose asks the trials' state from the producer too */
+static _Atomic bool loaded;
 static size_t thread_limit;			/* --num-threads, for the library once loaded; 0: none */
 static void (*task_hook)(enum staging, size_t);	/* the faults build's, likewise */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -78,7 +80,7 @@ static void load(void)
 			lib.hash_limit_threads(thread_limit);
 		if (task_hook)
 			lib.staging_set_task_hook(task_hook);
-		loaded = true;
+		atomic_store_explicit(&loaded, true, memory_order_release);
 		return;
 	}
 	if (handle)
@@ -86,10 +88,15 @@ static void load(void)
 	fprintf(stderr, "%s: cannot load %s (%s): hashing on one core\n", program_invocation_short_name, LIBRARY, error);
 }
 
+static bool is_loaded(void)
+{
+	return atomic_load_explicit(&loaded, memory_order_acquire);
+}
+
 static bool have_library(void)
 {
 	pthread_once(&once, load);
-	return loaded;
+	return is_loaded();
 }
 
 void hash_load(void)
@@ -102,7 +109,7 @@ void hash_serial(blake3_hasher *hasher, const void *data, size_t len, enum stagi
 	/* with no library loaded, no trial has a winner yet */
 	bool in_place = how == STAGE_IN_PLACE || (how == STAGE_MEASURED && len < HASH_TRIAL_MIN);
 
-	if ((loaded || !in_place) && have_library())
+	if ((is_loaded() || !in_place) && have_library())
 		lib.hash_serial(hasher, data, len, how);
 	else
 		blake3_hasher_update(hasher, data, len);
@@ -137,7 +144,7 @@ void hash_jobs_parallel(const struct hash_job *jobs, size_t n, enum staging how)
 /* Not loaded: no trial has begun (staging_trial.cpp says STAGE_MEASURED while one measures; BLAKE3's own join has none). */
 void staging_trial_result(enum trial_of which, struct staging_trial *out)
 {
-	if (loaded) {
+	if (is_loaded()) {
 		lib.staging_trial_result(which, out);
 		return;
 	}
@@ -152,14 +159,14 @@ void staging_trial_result(enum trial_of which, struct staging_trial *out)
 void staging_set_task_hook(void (*hook)(enum staging how, size_t len))
 {
 	task_hook = hook;
-	if (loaded)
+	if (is_loaded())
 		lib.staging_set_task_hook(hook);
 }
 
 void hash_limit_threads(size_t threads)
 {
 	thread_limit = threads;
-	if (loaded)
+	if (is_loaded())
 		lib.hash_limit_threads(threads);
 }
 
