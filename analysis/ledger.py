@@ -170,9 +170,12 @@ def machine_line(fp: dict, disk_rate: float | None) -> str:
     signature = fp.get("cpu_signature") or "family/model/stepping not recorded"
     virt = fp.get("virtualization") or "?"
     rate = f"cold plain read {disk_rate / 1e9:.2f} GB/s" if disk_rate else "cold read rate not in the ledger"
+    # a cached run's files are warmed before each command; by hand they may have left the cache
+    reclaim = fp.get("page_cache_reclaim")
+    idle = f"; idle page cache paged out: {reclaim}" if reclaim and reclaim != "none" else ""
     return (f"{fp.get('cpu_model', '?')} ({signature}), BLAKE3 SIMD {str(fp.get('blake3_simd', '?')).upper()}, "
             f"L2 {_size(fp.get('l2_cache_bytes'))} per core, {fp.get('cores', '?')} cores, {virt}; "
-            f"{fp.get('fs_type', '?')} on {fp.get('device_driver') or '?'}, {rate}")
+            f"{fp.get('fs_type', '?')} on {fp.get('device_driver') or '?'}, {rate}{idle}")
 
 
 def _run_dirs(ledger: Path) -> list[Path]:

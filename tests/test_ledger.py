@@ -79,6 +79,16 @@ def test_the_table_names_every_machine_and_the_doc_holds_it() -> None:
     assert text.strip() in (REPO / "docs" / "ledger" / "README.md").read_text(encoding="utf-8")
 
 
+def test_a_machine_whose_idle_page_cache_is_paged_out_says_so() -> None:
+    """The Zen 5 guest's runs recorded DAMON's pageout of idle memory (harness/machine/sysinfo.py);
+    runs from before the field, or a machine without it, say nothing of it."""
+    text = ledger.table()
+    zen5 = next(line for line in text.splitlines() if line.startswith("- `8f50662391e2`: "))
+    assert zen5.endswith("; idle page cache paged out: DAMON pageout of memory idle 60 s (kdamond 0)"), zen5
+    assert "paged out" not in next(line for line in text.splitlines() if line.startswith("- `68c61e3153fa`: "))
+    assert "paged out" not in ledger.machine_line({"page_cache_reclaim": "none"}, None)
+
+
 def test_a_run_of_trees_of_several_sizes_is_a_row_per_size() -> None:
     """ledger-memory-min's trees of 256K, 512K and 1M files, each its own row on each core count, the
     defaults paired only with the settings of the same tree (from runs.csv by hand)."""
