@@ -147,7 +147,7 @@ static int run(struct options *opts, const struct variant *v)
 	 * Many files: loaded before the side trial times its first periods (ring_consume.c), where its
 	 * millisecond tipped a cold tree's trial to one by one (docs/cold-path/startup-zen5).
 	 */
-	if (opts->recursive || opts->check || opts->list || opts->nr_files > 1)
+	if (many_files(opts))
 		hash_load();
 	ret = ring_setup(&ring, &config, opts, v);
 	if (ret < 0) {

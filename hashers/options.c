@@ -185,7 +185,7 @@ int parse_options(struct options *opts, int argc, char **argv, const struct vari
 	if (ret >= 0)
 		return ending(opts, ret);
 	/* many files: a list (xargs, --files0-from) and a checksum file are a tree's files too */
-	if ((opts->recursive || opts->check || opts->nr_files > 1 || opts->list) && v->tree_direct_min && !opts->knobs.direct_min)
+	if (many_files(opts) && v->tree_direct_min && !opts->knobs.direct_min)
 		opts->knobs.direct_min = v->tree_direct_min;
 	/* uring_b3sum's depth, buffers and window, none given nor recorded: twice the buffers, half kept for a deeper queue */
 	opts->depth_grows = v->adapts_window && !knob_given(opts, offsetof(struct knobs, queue_depth)) &&

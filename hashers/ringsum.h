@@ -97,6 +97,12 @@ struct options {
 	int nr_files;
 };
 
+/* Many files: a tree, a list (xargs, --files0-from), a checksum file, or several FILEs. */
+static inline bool many_files(const struct options *opts)
+{
+	return opts->recursive || opts->check || opts->list || opts->nr_files > 1;
+}
+
 /*
  * A hasher variant, declared once in its own file, hashers/variants/<program>.c,
  * with RINGSUM_VARIANT(): the Makefile builds a program of each file there and

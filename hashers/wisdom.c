@@ -228,7 +228,7 @@ static void first_key(struct options *opts, char *key, size_t size)
 int apply_wisdom(struct options *opts, const struct variant *v)
 {
 	char path[PATH_MAX], key[PATH_MAX + 200], line[PATH_MAX + 1024], where[PATH_MAX + 32], *options, *measured;
-	bool many = opts->recursive || opts->check || opts->nr_files > 1 || opts->list;
+	bool many = many_files(opts);
 	enum wisdom_work tree = NR_WORKS;
 	unsigned lineno = 0, found = 0, sampled = 0;
 	struct stat st;
