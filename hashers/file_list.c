@@ -366,7 +366,7 @@ int source_next(struct source *s, struct input *in)
 	memset(in, 0, sizeof(*in));
 	in->text = text;
 	in->text_size = text_size;
-	in->fd = -1;
+	in->fd = in->direct_fd = -1;
 	if (s->fatal)
 		return 0;
 	if (s->check)
@@ -394,7 +394,9 @@ void input_free(struct input *in)
 {
 	if (in->fd >= 0 && !in->borrowed_fd)
 		close(in->fd);
-	in->fd = -1;
+	if (in->direct_fd >= 0)
+		close(in->direct_fd);
+	in->fd = in->direct_fd = -1;
 	free(in->text);
 	in->text = NULL;
 }

@@ -31,6 +31,9 @@ struct input {
 	bool stream;			/* a pipe, character device or stdin: read in order up to end of file */
 	bool stream_pending;		/* a stream's read is in flight: its next one waits */
 	bool direct;			/* read with O_DIRECT */
+	bool mixed;			/* partly cached: each block from the page cache if all there, else direct_fd */
+	int direct_fd;			/* mixed: the same file opened again with O_DIRECT, or -1 */
+	uint64_t cached_blocks;		/* mixed: the producer's count of blocks read from the page cache */
 	int rw_flags;			/* preadv2()'s flags for its reads: RWF_DONTCACHE or 0 */
 	struct stat st;			/* at open: the file must still match it when done */
 	uint64_t size;			/* bytes to read (a block device's from BLKGETSIZE64) */
@@ -118,8 +121,14 @@ static inline int grow_text(struct input *in, size_t size)
 	return grow((void **)&in->text, &in->text_size, size, 1);
 }
 
-/* residency.c: three quarters of the file or more in the page cache, by cachestat() or, refused, by reading */
+/*
+ * residency.c: how much of a file the page cache holds, by cachestat() or, refused, by reading:
+ * none, some, three quarters or more; UNKNOWN: under 3/4, for a reader cachestat() refuses
+ */
+enum cached { CACHED_NONE, CACHED_PART, CACHED_MOSTLY, CACHED_UNKNOWN };
+enum cached cache_state(int fd, uint64_t size);
 bool mostly_cached(int fd, uint64_t size);
+bool range_cached(int fd, uint64_t offset, uint64_t length);
 
 /* input.c: opening a file, choosing its path, and finishing it; called by the ring, never calling it */
 void input_open(struct ring *r, struct input *in, unsigned index);

@@ -34,7 +34,7 @@
 void ring_open_input(struct ring *r, struct input *in, unsigned index)
 {
 	input_open(r, in, index);
-	if (in->direct && in->opened)
+	if ((in->direct || in->mixed) && in->opened)
 		ring_use_huge_pages(r);
 }
 
@@ -163,7 +163,8 @@ static bool reads_past_size(const struct ring *r, const struct cell *c)
 /* Queue a read of what the cell still lacks; with O_DIRECT it stays aligned. */
 static int queue_read(struct ring *r, struct cell *c)
 {
-	int fd = r->cfg->knobs.fixed_file ? (int)c->input->fixed_slot : c->input->fd;
+	int fd = r->cfg->knobs.fixed_file ? (int)c->input->fixed_slot : c->direct && c->input->mixed ? c->input->direct_fd
+											       : c->input->fd;
 	struct io_uring_sqe *sqe = fault_lag_device(&r->uring) < 0 ? NULL : get_sqe(r);
 	size_t start = c->got, end = reads_past_size(r, c) ? past_size(c) : c->want;
 	/* A stream is read where it stands (offset -1), one read at a time. */
@@ -172,7 +173,7 @@ static int queue_read(struct ring *r, struct cell *c)
 	if (!sqe)
 		return -EBUSY;
 	fault_lag_read();
-	if (c->input->direct) {
+	if (c->direct) {
 		start &= ~(size_t)(DIRECT_ALIGN - 1);
 		end = (end + DIRECT_ALIGN - 1) & ~(size_t)(DIRECT_ALIGN - 1);
 		c->got = start;
@@ -183,7 +184,7 @@ static int queue_read(struct ring *r, struct cell *c)
 	else
 		io_uring_prep_read(sqe, fd, c->buf + start, end - start, offset);
 	io_uring_sqe_set_data(sqe, c);
-	r->last_read_direct = c->input->direct;
+	r->last_read_direct = c->direct;
 	sqe->rw_flags = c->input->rw_flags;
 	sqe->flags |= r->cfg->sqe_flags | (r->cfg->knobs.fixed_file ? IOSQE_FIXED_FILE : 0);
 	r->last_sqe = sqe;
@@ -277,6 +278,9 @@ int ring_request(struct ring *r)
 		r->requested_bytes += c->charge;
 		c->got = 0;
 		c->retries = 0;
+		/* mixed: from the page cache only if every page of the block is there */
+		c->direct = in->mixed && c->want ? !range_cached(in->fd, c->offset, c->want) : in->direct;
+		in->cached_blocks += in->mixed && !c->direct;
 		c->last = ++r->producer_block == in->nr_blocks;
 		if (c->last) {
 			r->producer_input++;
@@ -338,7 +342,7 @@ static int complete_read(struct ring *r, struct cell *c, int res)
 		make_available(r, c);
 		return 0;
 	}
-	if (res == -EINVAL && in->direct)
+	if (res == -EINVAL && c->direct)
 		err = -ERR_DIRECT_UNSUPPORTED;
 	else if (res == -EOPNOTSUPP && in->rw_flags)
 		err = -ERR_DONTCACHE_UNSUPPORTED;

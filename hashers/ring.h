@@ -26,6 +26,7 @@ struct cell {
 	size_t want;			/* bytes of the file in this block */
 	size_t got;			/* bytes read so far */
 	size_t charge;			/* the bytes its request took of the window */
+	bool direct;			/* its reads with O_DIRECT: its file's, or, mixed, its block's own */
 	unsigned retries;		/* transient failures since the last progress */
 	bool file_failed;		/* its file had failed when it became available: not hashed */
 };
