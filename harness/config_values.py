@@ -63,6 +63,13 @@ def fraction(v: Any) -> float:
     return float(v)
 
 
+def share(v: Any) -> float:
+    """Strictly between 0 and 1: a part of something, neither none nor all of it."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+        raise ValueError(f"expected a number between 0 and 1, both excluded, got {show(v)}")
+    return float(v)
+
+
 def string(v: Any) -> str:
     if not isinstance(v, str) or not v:
         raise ValueError(f"expected a non-empty string, got {show(v)}")

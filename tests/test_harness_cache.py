@@ -98,3 +98,41 @@ def test_prepare_command_quoting_through_hyperfine(tmp_path: Path):
     rec = page_cache.read_last_record(log)
     assert rec is not None and rec["file"] == str(f)
     assert json.loads(out.read_text())["results"][0]["exit_codes"] == [0]
+
+
+def _pieces_cached(f: Path) -> list[int]:
+    """Each 2 MiB piece's cached pages."""
+    fd = os.open(f, os.O_RDONLY)
+    try:
+        return [page_cache.cached_pages(fd, off, page_cache.PIECE) for off in range(0, os.fstat(fd).st_size,
+                                                                                      page_cache.PIECE)]
+    finally:
+        os.close(fd)
+
+
+def test_a_share_kept_is_whole_pieces_chosen_by_the_seed(random_file, tmp_path: Path):
+    """cached_share's prepare step: the file read back, then all but the share of its 2 MiB pieces
+    evicted; the same seed (a round) keeps the same pieces, another seed others."""
+    f = random_file(32 * page_cache.PIECE)
+    whole = page_cache.PIECE // page_cache.PAGE
+    page_cache.keep_share(f, 0.25, seed=7)
+    first = _pieces_cached(f)
+    assert sorted(set(first)) == [0, whole] and first.count(whole) == 8, first
+    assert abs(page_cache.resident_fraction(f)[0] - 0.25) < 0.001
+    page_cache.keep_share(f, 0.25, seed=7)
+    assert _pieces_cached(f) == first
+    page_cache.keep_share(f, 0.25, seed=8)
+    assert _pieces_cached(f) != first and _pieces_cached(f).count(whole) == 8
+    with pytest.raises(page_cache.CacheError, match="a share of a tree is not kept"):
+        page_cache.keep_share(tmp_path, 0.5, seed=1)
+
+
+@needs_root
+def test_prepare_keeps_a_share_after_the_drop_and_logs_it(random_file, tmp_path: Path):
+    f, log = random_file(16 * page_cache.PIECE), tmp_path / "prep.jsonl"
+    argv = [sys.executable, "-m", "harness.machine.page_cache", "prepare", "--drop", "--file", str(f), "--log", str(log)]
+    subprocess.run([*argv, "--keep", "0.5", "--seed", "3"], check=True)
+    rec = page_cache.read_last_record(log)
+    assert rec is not None and (rec["resident"], rec["kept"], rec["seed"]) == (0.5, 0.5, 3), rec
+    bad = subprocess.run([*argv, "--keep", "1"], capture_output=True, text=True)
+    assert bad.returncode == 1 and "--keep SHARE goes with --drop, and SHARE between 0 and 1" in bad.stderr

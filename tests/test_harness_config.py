@@ -157,3 +157,11 @@ def test_cli_reports_config_errors_before_running(tmp_path: Path):
     p = subprocess.run([sys.executable, "-m", "harness", "plan", str(tmp_path / "nope.toml")],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "nope.toml: config file not found" in p.stderr
+
+
+def test_a_cached_share_is_a_part_of_a_cold_file():
+    assert parse_config('[run]\ncached_share = 0.25\n[[hashers]]\nvariant = "b"\n', "c.toml").run.cached_share == 0.25
+    assert 'run.cached_share: goes with cache = "cold"' in err('[run]\ncache = "warm"\ncached_share = 0.5\n')
+    for bad in ("0", "1", "1.5", "true", '"half"'):
+        assert "run.cached_share: expected a number between 0 and 1, both excluded" in err(
+            f"[run]\ncached_share = {bad}\n"), bad

@@ -297,3 +297,11 @@ def test_a_uring_b3sum_group_without_knobs_says_it_is_not_the_program_as_install
     assert any("no knob given" in n and 'style = "defaults"' in n for n in build_plan(load_config(config), [F]).notes)
     config.write_text(config.read_text().replace('variant = "uring_b3sum"', 'variant = "uring_b3sum"\nstyle = "defaults"'))
     assert not any("no knob given" in n for n in build_plan(load_config(config), [F]).notes)
+
+
+def test_a_cached_share_is_kept_of_a_file_not_of_a_tree():
+    text = '[run]\ncached_share = 0.5\n[[hashers]]\nvariant = "v"\n'
+    assert plan_of(text)[1].commands
+    tree = Dataset("/data/tree", 64 << 20, kind="tree", files=1024)
+    with pytest.raises(PlanError, match="run.cached_share keeps a share of a file, and /data/tree is a tree"):
+        plan_of(text, [F, tree])

@@ -5,6 +5,7 @@ Every run's output is checked against b3sum's; the cache is checked block by blo
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.machine.page_cache import cached_pages
-from hashers_support import BIN_DIR, MiB, b3sum_lines, data_file, evict
+from hashers_support import BIN_DIR, MiB, b3sum_lines, beside_the_line_env, data_file, evict, ringsum
 
 BLOCK = 4 * MiB
 SIZE = 8 * BLOCK + 5            # nine blocks, the last of 5 bytes
@@ -99,3 +100,21 @@ def test_an_option_that_says_how_is_obeyed(own_file: Path, tmp_path: Path, optio
     said, line = hash_it(own_file, *options, tmp_path=tmp_path)
     assert (line["path"], line["direct"], line["cached_blocks"]) == expected, (options, line)
     assert ("part of it in the page cache" in said) == (expected[1] == "mixed"), said
+
+
+def test_a_run_keeps_its_share_before_each_command_and_records_the_read_block_by_block(own_file: Path,
+                                                                                      tmp_path: Path) -> None:
+    """`cached_share` (configs/partial-cache.toml): the page cache prepared before every command."""
+    config = tmp_path / "c.toml"
+    config.write_text('[run]\nrounds = 2\ncache = "cold"\ncached_share = 0.5\ntrace = false\n[[hashers]]\n'
+                      'variant = "uring_b3sum"\nstyle = "defaults"\n[baselines]\nlimit = false\ncat = true\n')
+    r = ringsum("run", str(config), "--file", str(own_file), "--out", str(tmp_path / "out"),
+                env={**os.environ, **beside_the_line_env(tmp_path / "lock")}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    (run_dir,) = (tmp_path / "out").iterdir()
+    with open(run_dir / "runs.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 4 and all(abs(float(row["resident_before"]) - 0.5) < 2 * MiB / SIZE for row in rows), rows
+    hasher = [row for row in rows if row["tool"] == "hasher"]
+    assert [(row["effective_direct"], row["hash_ok"], row["error"]) for row in hasher] == [("mixed", "True", "")] * 2
+    assert "cold cache, 0.5 of it read back, 2 rounds" in (run_dir / "summary.txt").read_text()

@@ -306,6 +306,12 @@ def test_cold_mode_needs_root(monkeypatch, tmp_path, capsys):
     assert "pass --warm" in capsys.readouterr().err
 
 
+def test_a_partly_cached_file_is_no_kind_of_work_to_tune(tmp_path):
+    (tmp_path / "s.toml").write_text(SMALL_SPACE.replace('cache = "cold"', 'cache = "cold"\ncached_share = 0.5'))
+    r = ringsum("tune", "--space", str(tmp_path / "s.toml"), "--size", "1M", "--dir", str(tmp_path))
+    assert r.returncode == 2 and "a file partly cached is neither" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
 def test_space_too_small_to_tune(tmp_path):
     (tmp_path / "s.toml").write_text(SMALL_SPACE.replace("rounds = 10", "rounds = 2"))
     r = ringsum("tune", "--space", str(tmp_path / "s.toml"), "--size", "1M", "--dir", str(tmp_path), "--warm")

@@ -35,7 +35,8 @@ def summary(run: Run) -> tuple[str, dict[str, Any], list[str]]:
     """(summary.txt, summary.json, the findings to call out) of a finished run. A run --until-decided
     looked several times: its decision is made at the stricter confidence it recorded."""
     cache, argv, confidence, seq = run.plan["cache"], run.argvs, run.decision_confidence, run.meta.get("sequential")
-    text = verdict.summarize(run.runs, cache, argv, confidence) + (sequential_line(seq) if seq else "")
+    text = (verdict.summarize(run.runs, cache, argv, confidence, run.plan.get("cached_share"))
+            + (sequential_line(seq) if seq else ""))
     data = verdict.summary_json(run.runs, cache, argv, confidence) | ({"sequential": seq} if seq else {})
     findings = [t for what, t in verdict.headline(run.runs, cache).items() if what == "FINDING"]
     return text, data, findings

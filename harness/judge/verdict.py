@@ -52,6 +52,7 @@ class Headline:
     cache: str
     rounds: int
     files: int = 1  # in the dataset: more than one is a tree
+    cached_share: float | None = None  # cold, then this share of the file read back (run.cached_share)
     dataset: str = ""  # its path
     use: str | None = None  # the hasher with the lowest median time
     argv: list[str] | None = None
@@ -112,7 +113,8 @@ class Headline:
     def title(self) -> str:
         what = (f"tree of {self.files} files, {about_size(self.file_size)}, {self.dataset}" if self.tree
                 else f"{format_size(self.file_size)} file")
-        return f"What to use on this machine ({what}, {self.cache} cache, {self.rounds} rounds)"
+        share = f", {self.cached_share:g} of it read back" if self.cached_share is not None else ""
+        return f"What to use on this machine ({what}, {self.cache} cache{share}, {self.rounds} rounds)"
 
     @property
     def tree(self) -> bool:
@@ -184,7 +186,7 @@ def _hash_word(hash_ok_all: Any) -> str:
 
 
 def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None,
-              confidence: float = stats.CONFIDENCE) -> str:
+              confidence: float = stats.CONFIDENCE, cached_share: float | None = None) -> str:
     """The summary printed at the end of a run (and saved as summary.txt): the table of every
     command, the speed limit, and the headline last."""
     if not len(runs):
@@ -239,6 +241,7 @@ def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None,
     trees = "files" in runs and bool(runs["files"].fillna(1).gt(1).any())
     for file in files if trees else files[-1:]:  # a headline per dataset once trees are among them
         h = headline(runs, cache, argv, file, confidence=confidence)
+        h.cached_share = cached_share
         lines += ["", h.title() + ":"]
         lines += [f"  {what + ':':<11} {text}" for what, text in h.items()]
     return "\n".join(lines) + "\n"

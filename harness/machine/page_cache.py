@@ -7,6 +7,8 @@ Also a small command line used as hyperfine's `--prepare` step::
 
     python -m harness.machine.page_cache prepare --drop --file F --log L    # cold: sync, drop, measure
     python -m harness.machine.page_cache prepare --warm --file F --log L    # warm: read if needed, measure
+    python -m harness.machine.page_cache prepare --drop --keep 0.5 --seed 3 --file F --log L
+                                        # partly cached: drop, read it back, evict pieces but a share
     python -m harness.machine.page_cache resident FILE...
 
 `prepare` appends one JSON line {"file", "resident", "method", "dropped", "time"} to the log;
@@ -24,6 +26,7 @@ import json
 import mmap
 import os
 import platform
+import random
 import sys
 import time
 from pathlib import Path
@@ -195,16 +198,44 @@ def make_warm(path: str | os.PathLike[str], attempts: int = 3) -> float:
     return frac
 
 
-def prepare(path: str, log: str | None, drop: bool, warm: bool) -> dict[str, object]:
+# A partly cached file's pieces: what is evicted is 2 MiB at a time, as reclaim of large folios would.
+PIECE = 2 << 20
+
+
+def keep_share(path: str | os.PathLike[str], share: float, seed: int) -> None:
+    """Read the whole file back (large reads: large folios), then evict all but `share` of its 2 MiB
+    pieces, chosen at random by `seed`: the same seed, the same pieces, for every command of a round."""
+    if _is_tree(path):
+        raise CacheError(f"{path}: a share of a tree is not kept (a file only)")
+    read_file(path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # a dirty page is not evicted
+        pieces = -(-os.fstat(fd).st_size // PIECE)
+        for piece in sorted(random.Random(seed).sample(range(pieces), pieces - round(share * pieces))):
+            for _ in range(100):  # a page the journal still holds is skipped: ask again
+                os.posix_fadvise(fd, piece * PIECE, PIECE, os.POSIX_FADV_DONTNEED)
+                if cached_pages(fd, piece * PIECE, PIECE) == 0:
+                    break
+            else:
+                raise CacheError(f"{path}: bytes {piece * PIECE}.. stay in the page cache after 100 evictions")
+    finally:
+        os.close(fd)
+
+
+def prepare(path: str, log: str | None, drop: bool, warm: bool, keep: float | None = None,
+            seed: int = 0) -> dict[str, object]:
     if drop:
         drop_caches(path)
+    if keep is not None:
+        keep_share(path, keep, seed)
     if warm:
         make_warm(path)
     frac, method = resident_fraction(path)
     if drop and _is_tree(path):
         _drop("3")  # measuring opened every file: their inodes and directories go again, the data was never read
     rec = {"file": path, "resident": round(frac, 6), "method": method, "dropped": drop,
-           "time": time.time()}
+           **({"kept": keep, "seed": seed} if keep is not None else {}), "time": time.time()}
     if log:
         with open(log, "a") as f:
             f.write(json.dumps(rec) + "\n")  # read back by the driver on this machine: no fsync
@@ -241,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     g = p.add_mutually_exclusive_group()
     g.add_argument("--drop", action="store_true")
     g.add_argument("--warm", action="store_true")
+    p.add_argument("--keep", type=float, metavar="SHARE",
+                   help="with --drop: read the file back, then evict all but this share of its 2 MiB pieces")
+    p.add_argument("--seed", type=int, default=0, help="which pieces --keep keeps (default 0)")
     p.add_argument("--settle", type=float, default=0.0, metavar="SECONDS",
                    help="then wait this long without reading (a read-capped condition, harness/conditions/emulation.py)")
     r = sub.add_parser("resident", help="print the resident fraction of files")
@@ -248,7 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         if a.cmd == "prepare":
-            prepare(a.file, a.log, a.drop, a.warm)
+            if a.keep is not None and not (a.drop and 0 < a.keep < 1):
+                raise CacheError("--keep SHARE goes with --drop, and SHARE between 0 and 1")
+            prepare(a.file, a.log, a.drop, a.warm, a.keep, a.seed)
             # blk-throttle lets a group read at the cap times the time since its slice began: the
             # reads of this step's own start would leave the command a credit of faster reads.
             time.sleep(a.settle)

@@ -11,6 +11,8 @@ Schema (all keys optional unless noted)::
     rounds = 5                 # positive int
     runs_per_round = 1         # timed executions of each command per round
     cache = "cold"             # "cold" (drop page cache before every run) or "warm"
+    cached_share = 0.5         # cold only, a file only: after the drop, read it back and evict all
+                               #   but this share, in 2 MiB pieces chosen by round (default: none)
     file = "path"              # or a list of paths; relative to the working directory
     file_size = "1G"           # or a list; files generated in data_dir when no file is given
     data_dir = "build/data"    # relative to the repository root
@@ -290,6 +292,8 @@ def _parse_run(ctx: _Ctx, table: dict[str, Any]) -> RunSettings:
             kw[f.name] = ctx.values(table[k], f"run.{k}", f.metadata["parse"])
     if kw.get("warmup") and kw.get("cache", "cold") != "warm":
         raise ctx.err("run.warmup", 'goes with cache = "warm": a cold execution starts from a dropped page cache')
+    if kw.get("cached_share") is not None and kw.get("cache", "cold") != "cold":
+        raise ctx.err("run.cached_share", 'goes with cache = "cold": the share read back after the drop')
     if "nominal" in table:
         nom = ctx.table(table["nominal"], "run.nominal")
         ctx.check_keys(nom, "run.nominal", {"read", "hash_per_core", "overhead_s"})

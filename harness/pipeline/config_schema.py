@@ -13,7 +13,7 @@ from harness.catalog.tools import HASHER, TOOLS
 from harness.catalog.variants import REPO_ROOT, default_bin_dir
 from harness.conditions.spec import ConditionGrid
 from harness.datasets.dataset import TreeRecipe
-from harness.config_values import Buffers, boolean, cache_mode, count, fraction, posint, positive, size, string
+from harness.config_values import Buffers, boolean, cache_mode, count, fraction, posint, positive, share, size, string
 
 
 BASELINE_TOOLS = tuple(TOOLS)
@@ -85,6 +85,7 @@ class RunSettings:
     rounds: int = _key(5, posint)
     runs_per_round: int = _key(1, posint)
     cache: str = _key("cold", cache_mode)
+    cached_share: float | None = _key(None, share)  # cold runs: this share of the file read back first
     files: tuple[str, ...] = _key((), string, "file", many=True)
     file_sizes: tuple[int, ...] = _key((), size, "file_size", many=True)
     data_dir: str = _key("build/data", string)

@@ -46,10 +46,12 @@ class RunStopped(Exception):
 CAPPED_SETTLE_S = 0.3
 
 
-def prepare_argv(python: str, file: str, log: Path, cache: str, settle: float = 0.0) -> str:
+def prepare_argv(python: str, file: str, log: Path, cache: str, settle: float = 0.0,
+                 keep: float | None = None, seed: int = 0) -> str:
     """hyperfine's --prepare command, quoted for its shell-words splitting (-N: no shell)."""
     mode = "--drop" if cache == "cold" else "--warm"
     return shlex.join([python, "-m", "harness.machine.page_cache", "prepare", mode, "--file", file, "--log", str(log),
+                       *(["--keep", repr(keep), "--seed", str(seed)] if keep is not None else []),
                        *(["--settle", str(settle)] if settle else [])])
 
 
@@ -149,7 +151,9 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
         _warm(cmd, prep_log)
     else:
         settle = CAPPED_SETTLE_S if cmd.condition.read_cap else 0.0
-        argv += ["--prepare", prepare_argv(state.python, cmd.file, prep_log, cache, settle)]
+        # a share kept: the same pieces for every command of the round, other pieces each round
+        keep = state.config.run.cached_share
+        argv += ["--prepare", prepare_argv(state.python, cmd.file, prep_log, cache, settle, keep, state.seed + rnd)]
     words = cmd.argv_with(str(fio_path), state.fio_files.get(cmd.file, cmd.file), state.refs[cmd.file].file_list)
     if cmd.tool == HASHER and cmd.extra != "positional" and effective.reports_effective(words[0]):
         words = effective.with_effective(words, report)
@@ -173,8 +177,12 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
     if prep is not None:
         rec.resident_before = float(prep["resident"])  # type: ignore[arg-type]
         tol = state.config.run.resident_tolerance
-        if cache == "cold" and rec.resident_before > tol:
+        keep = state.config.run.cached_share
+        if cache == "cold" and keep is None and rec.resident_before > tol:
             errors.append(f"resident {rec.resident_before:.3f} > {tol} after cache drop")
+        # a whole number of pieces is kept: a small file's share is off by up to a piece
+        if keep is not None and abs(rec.resident_before - keep) > max(tol, cachemod.PIECE / max(cmd.file_size, 1)):
+            errors.append(f"resident {rec.resident_before:.3f}, not the share {keep} kept")
         if cache == "warm" and rec.resident_before < 0.99:
             errors.append(f"only {rec.resident_before:.3f} resident in warm mode")
     if rc is None:
@@ -232,6 +240,8 @@ def _prepare_cache(state: RunState, cmd: Command) -> None:
     try:
         if (state.config.run.probe_cache or state.plan.cache) == "cold":
             cachemod.drop_caches(cmd.file)
+            if state.config.run.cached_share is not None:
+                cachemod.keep_share(cmd.file, state.config.run.cached_share, state.seed)
         else:
             cachemod.make_warm(cmd.file)
     except (cachemod.CacheError, OSError) as e:

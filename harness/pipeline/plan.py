@@ -300,6 +300,9 @@ def build_plan(config: Config, files: list[Dataset]) -> Plan:
     conditions = config.conditions.expand()
     if not conditions:
         raise PlanError(f"{config.path}: the [conditions] exclude rules leave no condition with these values")
+    trees = [f.path for f in files if f.is_tree]
+    if config.run.cached_share is not None and trees:
+        raise PlanError(f"{config.path}: run.cached_share keeps a share of a file, and {trees[0]} is a tree")
     copies = ram_copies(files) if any(c.device == "ram" for c in conditions) else {}
     groups = list(config.groups)
     notes = []

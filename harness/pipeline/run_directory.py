@@ -99,7 +99,8 @@ def prepare_new_run(opts: Options, v: Validated, env: Environment) -> RunState:
     orders = round_orders([c.label for c in plan.commands], plan.rounds, plan.runs_per_round, seed)
     res.write_json_atomic(run_dir / res.PLAN_JSON, {
         "seed": seed, "rounds": plan.rounds, "runs_per_round": plan.runs_per_round,
-        "cache": plan.cache, "datasets": [f.to_json() for f in plan.datasets],
+        "cache": plan.cache, **({"cached_share": share} if (share := config.run.cached_share) is not None else {}),
+        "datasets": [f.to_json() for f in plan.datasets],
         "conditions": [c.to_json() for c in plan.conditions],
         "commands": [c.to_json() for c in plan.commands], "orders": orders, "notes": plan.notes,
     })

@@ -55,6 +55,7 @@ def apply_overrides(config: Config, opts: Options) -> Config:
     if opts.warm or opts.warmup:
         changes["cache"] = "warm"
         changes["probe_cache"] = None
+        changes["cached_share"] = None  # warm: all of it
     if opts.warmup is not None:
         changes["warmup"] = opts.warmup
     if opts.bin_dir is not None:

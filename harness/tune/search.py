@@ -317,6 +317,9 @@ def search(space: Space, measure: Measure, budget_s: float | None = None,
 def preflight(space: Space) -> None:
     """What the stages would find missing (root for cold mode, binaries, fio, hyperfine, b3sum)."""
 
+    if space.config.run.cached_share is not None:
+        raise TuneError(f"{space.config.path}: run.cached_share: a record is for a cold or a cached kind of work, "
+                        "and a file partly cached is neither")
     check_cache_mode(space.config.run.cache)
     check_binaries(Plan(space.points, [space.file], 1, 1, space.config.run.cache))
     final = Stage("final", space.points[:1], 1, fio=fio_for(space.points[:1]), b3sum=True)
