@@ -118,14 +118,11 @@ static const char *hashing_name(const struct ring *r, const struct input *in)
 }
 
 /*
- * A file partly in the page cache, of more than one block: each block is read
- * from the cache if all of it is there (a copy), else with O_DIRECT (the
- * device), where the whole file went to the device before: 0.62-0.95 of that
- * time with 25-70% of it cached, 0.95-1.00 with 10% (Zen 5,
- * docs/cold-path/partial-cache-zen5). The O_DIRECT reads go through a second
- * descriptor: the file reopened through /proc/self/fd, the same file whatever
- * its path does meanwhile. Only cachestat() answers for a block, so a reader
- * it refuses reads the whole file with O_DIRECT, as before.
+ * A file partly in the page cache, of over a block: each block from the cache
+ * if all of it is there, else with O_DIRECT, where all of it went to the device
+ * before: 0.62-0.95 of that time with 25-70% cached, 0.95-1.00 with 10% (Zen 5,
+ * docs/cold-path/partial-cache-zen5). O_DIRECT through a second descriptor, the
+ * file reopened through /proc/self/fd (the same file whatever its path does).
  */
 static void open_mixed(struct ring *r, struct input *in)
 {
@@ -140,6 +137,8 @@ static void open_mixed(struct ring *r, struct input *in)
 	in->mixed = true;
 	in->direct = false;
 	atomic_fetch_add(&r->open_files, 1);
+	if (!cachestat_answers(in->fd))
+		posix_fadvise(in->fd, 0, 0, POSIX_FADV_RANDOM);	/* each block probed by reading: range_cached() */
 }
 
 /* Why a file took its path: an option, what it is, or how much of it the page cache holds (buf: room for a size). */

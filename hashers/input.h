@@ -121,13 +121,11 @@ static inline int grow_text(struct input *in, size_t size)
 	return grow((void **)&in->text, &in->text_size, size, 1);
 }
 
-/*
- * residency.c: how much of a file the page cache holds, by cachestat() or, refused, by reading:
- * none, some, three quarters or more; UNKNOWN: under 3/4, for a reader cachestat() refuses
- */
-enum cached { CACHED_NONE, CACHED_PART, CACHED_MOSTLY, CACHED_UNKNOWN };
+/* residency.c: how much of a file the page cache holds, by cachestat() or, refused, by reading */
+enum cached { CACHED_NONE, CACHED_PART, CACHED_MOSTLY };	/* none, some, three quarters or more */
 enum cached cache_state(int fd, uint64_t size);
 bool mostly_cached(int fd, uint64_t size);
+bool cachestat_answers(int fd);
 bool range_cached(int fd, uint64_t offset, uint64_t length);
 
 /* input.c: opening a file, choosing its path, and finishing it; called by the ring, never calling it */

@@ -13,6 +13,7 @@ from typing import Iterator
 
 import pytest
 
+from harness.machine.page_cache import cached_pages
 from hashers_support import MiB, b3sum_lines, data_file, evict, program, run
 
 URING_B3SUM = "uring_b3sum"
@@ -77,4 +78,21 @@ def test_a_reader_who_does_not_own_a_cold_file_reads_it_from_the_disk_and_leaves
         evict(shared_file, 0, 6 * MiB)   # b3sum_lines reads it all back
         said, hashed = _how(shared_file, as_nobody)
         assert b"through the io_uring ring" in said and b"O_DIRECT" in said, (as_nobody, said)
+        assert hashed == b3sum_lines([shared_file])
+
+
+def test_a_reader_who_does_not_own_a_partly_cached_file_reads_each_block_from_where_it_is(shared_file: Path) -> None:
+    """cachestat() refused, each block is probed by reading a few of its pages (RWF_NOWAIT): the cached
+    blocks come from the cache, the missing one with O_DIRECT, and stays out of it but for a probed page."""
+    for searched in (shared_file.parent, data_file(1).parent, data_file(1).parent.parent):
+        if not os.stat(searched).st_mode & 0o001:
+            pytest.skip(f"{searched} is closed to others: nobody could not reach the file")
+    for as_nobody in (True, False):
+        shared_file.read_bytes()
+        evict(shared_file, 4 * MiB, 4 * MiB)   # the second of its three blocks
+        said, hashed = _how(shared_file, as_nobody)
+        assert b"part of it in the page cache" in said, (as_nobody, said)
+        assert b"2 of its 3 blocks read from the page cache, the rest with O_DIRECT" in said, (as_nobody, said)
+        with open(shared_file, "rb") as f:   # before b3sum_lines, which reads it all
+            assert cached_pages(f.fileno(), 4 * MiB, 4 * MiB) < 64, as_nobody   # the probes' pages only
         assert hashed == b3sum_lines([shared_file])
