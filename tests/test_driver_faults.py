@@ -22,8 +22,11 @@ from harness.judge.results import read_records, read_runs
 REPO = Path(__file__).resolve().parent.parent
 IS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, drop_caches)")
-RO_DROP_CACHES = ("mount --bind /proc/sys/vm/drop_caches /proc/sys/vm/drop_caches && "
-                  "mount -o remount,bind,ro /proc/sys/vm/drop_caches")
+# Read-only in this mount namespace. The remount is refused (EBUSY) while a file on the mount is open
+# for writing, as drop_caches is for a moment in each prepare step of a run already going: try again.
+RO_DROP_CACHES = ("mount --bind /proc/sys/vm/drop_caches /proc/sys/vm/drop_caches && i=0 && "
+                  "until mount -o remount,bind,ro /proc/sys/vm/drop_caches 2>/dev/null; do "
+                  "i=$((i + 1)); [ $i -lt 500 ] || exit 1; sleep 0.01; done")
 
 
 pytestmark = pytest.mark.usefixtures("own_run_lock")
@@ -190,9 +193,14 @@ def test_drop_caches_failing_mid_run(tmp_path: Path):
     proc = subprocess.Popen(["unshare", "-m", "--propagation", "private",
                              *ringsum_argv("run", str(cfg), "--size", "64K", "--dir", str(tmp_path), "--out", str(out))],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    rd = wait_for_rows(proc, out, 4)
-    subprocess.run(["nsenter", "-t", str(proc.pid), "-m", "sh", "-c", RO_DROP_CACHES], check=True)
-    _, err = proc.communicate(timeout=120)
+    try:
+        rd = wait_for_rows(proc, out, 4)
+        subprocess.run(["nsenter", "-t", str(proc.pid), "-m", "sh", "-c", RO_DROP_CACHES], check=True)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # a run left going would drop caches and change settings under later tests
+            proc.terminate()     # the driver restores its settings on a signal
+            proc.communicate(timeout=60)
     assert proc.returncode == 1
     (line,) = ringsum_lines(err)
     assert line.startswith("ringsum: stopped: the page cache could not be prepared before ")
