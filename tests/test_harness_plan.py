@@ -305,3 +305,11 @@ def test_a_cached_share_is_kept_of_a_file_not_of_a_tree():
     tree = Dataset("/data/tree", 64 << 20, kind="tree", files=1024)
     with pytest.raises(PlanError, match="run.cached_share keeps a share of a file, and /data/tree is a tree"):
         plan_of(text, [F, tree])
+
+
+def test_a_cached_share_reads_the_file_back_before_every_execution_in_the_estimate():
+    text = '[run]\nrounds = 3\n[run.nominal]\nread = "1G"\n[[hashers]]\nvariant = "v"\n'
+    cfg, plan = plan_of(text)
+    kept_cfg, kept_plan = plan_of(text.replace("rounds = 3", "rounds = 3\ncached_share = 0.5"))
+    extra = estimate(kept_plan, kept_cfg).timed_s - estimate(plan, cfg).timed_s
+    assert extra == pytest.approx(3 * len(plan.commands) * F.size / (1 << 30))   # read = "1G": 1 GiB/s
