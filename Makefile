@@ -414,7 +414,8 @@ docs: $(VENV_OK) all
 
 # The machine ledger's suites on this machine, one after another (at most 15 minutes, as root: cold
 # runs drop the page cache, one core is a cpuset): the cold file on the disk and on a RAM device,
-# the hot file, the cold and the hot 16,384-file tree. Each run is kept under
+# the hot file, the cold and the hot 16,384-file tree, cached trees of small files, a file half
+# cached. Each run is kept under
 # docs/ledger/<fingerprint id>/ and the table in docs/ledger/README.md redrawn (docs/ledger.md).
 LEDGER_RUNS = $(BUILD)/ledger
 # The shape of this checkout (analysis/structure.py): packages, C calls, the run options' path, doc sizes.
@@ -428,6 +429,7 @@ ledger: deps all
 	$(VENV)/bin/ringsum run configs/ledger-tree-cold.toml --out $(LEDGER_RUNS)
 	$(VENV)/bin/ringsum run configs/tree-hot.toml --out $(LEDGER_RUNS)
 	$(VENV)/bin/ringsum run configs/ledger-memory-min.toml --out $(LEDGER_RUNS)
+	$(VENV)/bin/ringsum run configs/ledger-partial.toml --file $(SWEEP_FILE) --size 1G --out $(LEDGER_RUNS)
 	$(VENV)/bin/python -m analysis.ledger keep $(LEDGER_RUNS)/*/
 	$(VENV)/bin/python -m analysis.doc_figures docs/ledger/README.md
 

@@ -100,14 +100,16 @@ def _choices(runs: pd.DataFrame, label: str) -> tuple[frozenset[str], ...] | Non
                  for col in CHOICES)
 
 
-def _work(cache: str, files: int, device: str, cores: int, file_size: int = 0) -> str:
+def _work(cache: str, files: int, device: str, cores: int, file_size: int = 0, share: float | None = None) -> str:
     """"cold file, ram, 2 cores"; a cached file's device is not read, so not named; a tree's files
-    are sized where the run had trees of several sizes (file_size: their bytes in all)."""
+    are sized where the run had trees of several sizes (file_size: their bytes in all); a run that
+    kept a share of the file cached (run.cached_share): "file 0.5 cached, disk, 2 cores"."""
     what = f"tree of {files:,} files" if files > 1 else "file"
     if file_size and files > 1:
         what += f" of {_size(file_size // files)}"
     where = f"{device}, " if cache == "cold" else ""
-    return f"{'cold' if cache == 'cold' else 'hot'} {what}, {where}{cores} core{'s' if cores != 1 else ''}"
+    how = f"{what} {share:g} cached" if share is not None else f"{'cold' if cache == 'cold' else 'hot'} {what}"
+    return f"{how}, {where}{cores} core{'s' if cores != 1 else ''}"
 
 
 def rows(run_dir: Path, shown_as: str) -> list[Row]:
@@ -121,11 +123,12 @@ def rows(run_dir: Path, shown_as: str) -> list[Row]:
     for shape in kinds:
         runs = run.runs[[s == shape for s in each]]
         out += _rows(runs, run_conditions(run, shown_as, shape if len(kinds) > 1 else None)[1], fp_id, shown_as,
-                     shape[0] if len(kinds) > 1 else 0)
+                     shape[0] if len(kinds) > 1 else 0, run.plan.get("cached_share"))
     return out
 
 
-def _rows(runs: pd.DataFrame, conditions: list[Condition], fp_id: str, shown_as: str, sized: int) -> list[Row]:
+def _rows(runs: pd.DataFrame, conditions: list[Condition], fp_id: str, shown_as: str, sized: int,
+          share: float | None = None) -> list[Row]:
     out = []
     for c in conditions:
         mine = runs[runs["condition"] == c.name] if "condition" in runs else runs
@@ -146,7 +149,7 @@ def _rows(runs: pd.DataFrame, conditions: list[Condition], fp_id: str, shown_as:
         chose = _choices(mine, own) if own != label else None
         same = chose is not None and chose == _choices(mine, label)
         out.append(Row(
-            machine=fp_id, work=_work(str(mine["cache"].iloc[0]), files, device, c.cores, sized), run=shown_as,
+            machine=fp_id, work=_work(str(mine["cache"].iloc[0]), files, device, c.cores, sized, share), run=shown_as,
             rounds=int(wall[label].notna().sum()), defaults_s=float(wall[label].median()),
             vs_own=stats.paired_ratio(wall[label], wall[own]),
             own="defaults" if own == label else without_condition(own).removeprefix("uring_b3sum ")

@@ -71,6 +71,20 @@ def test_a_list_of_the_tree_is_not_an_own_setting() -> None:
     assert row.own == "defaults" and row.vs_own.median == 1 and row.meets == "yes"
 
 
+def test_a_partly_cached_file_is_a_kind_of_work_of_its_own() -> None:
+    """ledger-partial (run.cached_share 0.5): its row names the share, its own settings are the hashers
+    reading all of it one way, and its cat, faster than a cold read, sets no machine's disk rate."""
+    run_dir = REPO / "docs" / "ledger" / "8f50662391e2" / "ledger-partial"
+    (row,) = ledger.rows(run_dir, "x")
+    assert row.work == "file 0.5 cached, disk, 2 cores" and not row.hot
+    runs = _ok(run_dir)
+    own = min(("uring_b3sum bs=4M qd=8 buf=16 direct", "uring_b3sum bs=4M qd=8 buf=16 buffered"),
+              key=lambda label: _wall(runs, label).median())
+    assert row.own == ("defaults" if row.vs_own.median == 1 else own.removeprefix("uring_b3sum "))
+    assert "cold plain read 3.19 GB/s" in next(line for line in ledger.table().splitlines()
+                                               if line.startswith("- `8f50662391e2`: "))
+
+
 def test_the_table_names_every_machine_and_the_doc_holds_it() -> None:
     text = ledger.table()
     for machine in ("68c61e3153fa", "c4e6be79eb5a"):
