@@ -21,7 +21,7 @@ from typing import BinaryIO
 import blake3
 import pytest
 
-from harness.machine.page_cache import cached_pages
+from harness.machine import page_cache
 
 REPO = Path(__file__).resolve().parents[1]
 BIN_DIR = Path(os.environ.get("RINGSUM_BIN_DIR", REPO / "build" / "bin"))
@@ -155,16 +155,14 @@ def evict(path: Path, offset: int = 0, length: int = 0) -> None:
     cachestat() finds none, and a range it cannot drop is an error, not a test that flips."""
     fd = os.open(path, os.O_RDONLY)
     try:
-        for _ in range(100):
+        try:
+            page_cache.cached_pages(fd, offset, length)
+        except OSError:  # a kernel without cachestat(): the one drop is all there is to ask
             os.fsync(fd)
             os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
-            try:
-                if cached_pages(fd, offset, length) == 0:
-                    return
-            except OSError:  # a kernel without cachestat(): the one drop is all there is to ask
-                return
-            time.sleep(0.02)
-        raise AssertionError(f"{path}: still in the page cache after 100 tries to drop it")
+            return
+        if not page_cache.evict(fd, offset, length):
+            raise AssertionError(f"{path}: still in the page cache after 100 tries to drop it")
     finally:
         os.close(fd)
 

@@ -202,6 +202,21 @@ def make_warm(path: str | os.PathLike[str], attempts: int = 3) -> float:
 PIECE = 2 << 20
 
 
+def evict(fd: int, offset: int = 0, length: int = 0, tries: int = 100) -> bool:
+    """Drop `length` bytes of an open file from `offset` (0: to its end) from the page cache; whether
+    cachestat() then finds none of them. POSIX_FADV_DONTNEED skips a dirty page and one the kernel
+    still holds (a file just written can have some in the journal's hands for a moment): asked again.
+    Raises OSError where cachestat() is unknown or refused."""
+    for attempt in range(tries):
+        if attempt:
+            time.sleep(0.02)
+        os.fsync(fd)
+        os.posix_fadvise(fd, offset, length, os.POSIX_FADV_DONTNEED)
+        if cached_pages(fd, offset, length) == 0:
+            return True
+    return False
+
+
 def keep_share(path: str | os.PathLike[str], share: float, seed: int) -> None:
     """Read the whole file back (large reads: large folios), then evict all but `share` of its 2 MiB
     pieces, chosen at random by `seed`: the same seed, the same pieces, for every command of a round."""
@@ -210,14 +225,9 @@ def keep_share(path: str | os.PathLike[str], share: float, seed: int) -> None:
     read_file(path)
     fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)  # a dirty page is not evicted
         pieces = -(-os.fstat(fd).st_size // PIECE)
         for piece in sorted(random.Random(seed).sample(range(pieces), pieces - round(share * pieces))):
-            for _ in range(100):  # a page the journal still holds is skipped: ask again
-                os.posix_fadvise(fd, piece * PIECE, PIECE, os.POSIX_FADV_DONTNEED)
-                if cached_pages(fd, piece * PIECE, PIECE) == 0:
-                    break
-            else:
+            if not evict(fd, piece * PIECE, PIECE):
                 raise CacheError(f"{path}: bytes {piece * PIECE}.. stay in the page cache after 100 evictions")
     finally:
         os.close(fd)

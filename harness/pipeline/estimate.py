@@ -76,10 +76,11 @@ def estimate(plan: Plan, config: Config, learned: Learned | None = None) -> Esti
     nom = config.run.nominal
     measured_over = learned.overhead_s(plan.cache) if learned else None
     over = measured_over if measured_over is not None else nom.overhead_s * (1 if plan.cache == "cold" else 0.6)
-    seconds = {c.label: estimate_execution_s(c, plan.cache, config, learned=learned) + over for c in plan.commands}
-    if config.run.cached_share is not None:  # each prepare step also reads the file back from the device
-        back_Bps = (learned.read_Bps("cold", plan.conditions[0].name) if learned else None) or nom.read_Bps
-        seconds = {c.label: s + c.file_size / back_Bps for c, s in zip(plan.commands, seconds.values())}
+    # a share kept cached: each prepare step also reads the file back from the device
+    back_Bps = (((learned.read_Bps("cold", plan.conditions[0].name) if learned else None) or nom.read_Bps)
+                if config.run.cached_share is not None else None)
+    seconds = {c.label: estimate_execution_s(c, plan.cache, config, learned=learned) + over
+               + (c.file_size / back_Bps if back_Bps else 0.0) for c in plan.commands}
     warmups = config.run.warmup if plan.cache == "warm" else 0  # untimed executions before each timed one
     timed = sum(s + (s - over) * warmups for s in seconds.values()) * plan.rounds * plan.runs_per_round
     traced = config.run.probes * sum(seconds[c.label] for c in plan.commands if c.trace_argv)

@@ -139,7 +139,7 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
     report = raw / f"{base}.effective.jsonl"
     for p in (json_path, out_path, prep_log, fio_path, report):
         p.unlink(missing_ok=True)  # leftovers of an execution killed earlier
-    cache = state.plan.cache
+    cache, keep = state.plan.cache, state.config.run.cached_share
     argv = [state.tools["hyperfine"], "-N", "--runs", "1", "--ignore-failure", "--style", "none",
             "--command-name", cmd.label, "--export-json", str(json_path), "--output", _output(state, cmd, out_path)]
     if cache == "warm" and state.config.run.warmup:
@@ -152,7 +152,6 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
     else:
         settle = CAPPED_SETTLE_S if cmd.condition.read_cap else 0.0
         # a share kept: the same pieces for every command of the round, other pieces each round
-        keep = state.config.run.cached_share
         argv += ["--prepare", prepare_argv(state.python, cmd.file, prep_log, cache, settle, keep, state.seed + rnd)]
     words = cmd.argv_with(str(fio_path), state.fio_files.get(cmd.file, cmd.file), state.refs[cmd.file].file_list)
     if cmd.tool == HASHER and cmd.extra != "positional" and effective.reports_effective(words[0]):
@@ -177,7 +176,6 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
     if prep is not None:
         rec.resident_before = float(prep["resident"])  # type: ignore[arg-type]
         tol = state.config.run.resident_tolerance
-        keep = state.config.run.cached_share
         if cache == "cold" and keep is None and rec.resident_before > tol:
             errors.append(f"resident {rec.resident_before:.3f} > {tol} after cache drop")
         # a whole number of pieces is kept: a small file's share is off by up to a piece
