@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The multithreaded loop: a producer thread keeps reads in flight while the caller hashes. */
 #include <pthread.h>
+#include <sched.h>
 
 #include "ringsum.h"
 
@@ -15,6 +16,7 @@ static void *producer(void *arg)
 	int ret = 0, progress;
 
 	while (!atomic_load(&r->error) && (!ring_produced_all(r) || ring_in_flight(r) > 0)) {
+		atomic_store_explicit(&r->producer_cpu, sched_getcpu(), memory_order_relaxed);
 		progress = ret = ring_request(r);
 		if (ret >= 0)
 			ret = ring_submit(r, false);
@@ -34,7 +36,10 @@ static void *producer(void *arg)
 int hash_stream_threaded(struct ring *r)
 {
 	pthread_t thread;
-	int ret = pthread_create(&thread, NULL, producer, r);
+	int ret;
+
+	atomic_store(&r->producer_cpu, sched_getcpu());	/* until it runs: as if on this core */
+	ret = pthread_create(&thread, NULL, producer, r);
 
 	if (ret)
 		return -ret;

@@ -109,6 +109,7 @@ static int hash_all(struct ring *r, const struct options *opts, const struct var
 		ring_say_window(r);
 		ring_say_depth(r);
 		ring_say_side_trial(r);
+		ring_say_waits(r);
 		ring_say_hashing(r, v);
 	}
 	if (ret < 0)

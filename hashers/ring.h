@@ -83,6 +83,7 @@ struct ring_config {
 	enum staging ring_staging;	/* how the ring's blocks do: in place, prefetched or measured */
 	unsigned hash_threads;		/* the most a block can be hashed on: the usable cores, --num-threads */
 	bool adapts_window;		/* the window follows the reads and the hashing (ring_consume.c) */
+	bool consumer_spins;		/* for the next cell before it sleeps (ring_wake.c) */
 	bool depth_grows;		/* the queue depth and the buffers in use grow once (ring.c) */
 	unsigned first_cells;		/* the buffers in use until then: nr_cells, or half of them */
 	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */
@@ -158,6 +159,8 @@ struct ring {
 	/* waking a sleeping producer or consumer (the multithreaded variant) */
 	int eventfd;
 	_Atomic bool producer_sleeping;
+	_Atomic int producer_cpu;	/* where the producer last looked for work */
+	unsigned consumer_waits, consumer_spun, consumer_slept;	/* for the head cell (ring_wake.c) */
 	_Atomic bool consumer_sleeping;
 	_Atomic uint32_t consumer_wakeups;
 };
@@ -181,6 +184,7 @@ void ring_drain(struct ring *r);
 void ring_fail(struct ring *r, int err);
 void ring_producer_sleep(struct ring *r);
 void ring_consumer_sleep(struct ring *r);
+void ring_say_waits(const struct ring *r);
 uint64_t ring_clock_ns(void);
 void ring_wake_producer(struct ring *r);
 void ring_wake_consumer(struct ring *r);

@@ -133,6 +133,7 @@ struct variant {
 	size_t tree_direct_min;		/* what --direct-min 0 means for many files (--recursive, or more than one FILE) */
 	bool hashes_when_behind;	/* a ring block on every core while the next one waits (HASH_WHEN_BEHIND) */
 	bool adapts_window;		/* measures how far the reads run ahead of the hashing (ring_consume.c) */
+	bool consumer_spins;		/* its consumer spins a while for the next cell before it sleeps (ring_wake.c) */
 	int (*hash_stream)(struct ring *ring);
 };
 
