@@ -105,12 +105,13 @@ def test_both_ways_at_once_is_a_usage_error(cached: Path) -> None:
 
 
 def test_verbose_says_how_the_blocks_were_hashed(cached: Path) -> None:
-    """Its last line, where uring_b3sum chose; nothing where a knob chose for it. (The window's line,
-    which comes before it, is tests/test_window.py's.)"""
+    """Its last line, where uring_b3sum chose; nothing where a knob chose for it. (The window's and the
+    waits' lines, which come before it, are tests/test_window.py's and tests/test_consumer_spin.py's.)"""
     def last_line(*options: str, cpus: set[int] | None = None) -> str:
         r = subprocess.run(ring_argv(BIN_DIR / "uring_b3sum", cached, "-v", *options), capture_output=True, text=True,
                            timeout=60, check=True, preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
-        return [line for line in r.stderr.splitlines() if ": window " not in line][-1]
+        return [line for line in r.stderr.splitlines()
+                if ": window " not in line and ": the hashing waited for the next block " not in line][-1]
 
     assert last_line("--serial-hash").endswith("1024K blocks, 8 deep, 16 buffers): --path ring or --no-mmap")
     assert last_line("--parallel-hash").endswith("1024K blocks, 8 deep, 16 buffers): --path ring or --no-mmap")
