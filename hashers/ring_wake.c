@@ -53,9 +53,9 @@ uint64_t ring_clock_ns(void)
  * consumer hashes the one before, a few microseconds apiece, so the consumer
  * waits often, briefly. Asleep, each wait costs a futex wake, and the kernel
  * may wake it on the producer's core, where the two then take turns while the
- * other core idles: the Zen 5's cached 16,384 x 64 KiB tree (-r) took 0.92-0.96
+ * other core idles: the Zen 5's cached 16,384 x 64 KiB tree (-r) took 0.93-0.94
  * of the time with the consumer spinning up to CONSUMER_SPIN_NS first, runs of
- * 2,472 of its files under a shell that had just started 0.63
+ * 2,472 of its files under a shell that had just started 0.65-0.67
  * (docs/cold-path/consumer-spin-zen5). So it spins while the producer is
  * awake on another core; not while the producer sleeps on the device, nor on
  * the producer's own core, where the spin would only keep the producer off it
