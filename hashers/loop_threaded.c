@@ -16,7 +16,8 @@ static void *producer(void *arg)
 	int ret = 0, progress;
 
 	while (!atomic_load(&r->error) && (!ring_produced_all(r) || ring_in_flight(r) > 0)) {
-		atomic_store_explicit(&r->producer_cpu, sched_getcpu(), memory_order_relaxed);
+		if (r->cfg->consumer_spins)
+			atomic_store_explicit(&r->producer_cpu, sched_getcpu(), memory_order_relaxed);
 		progress = ret = ring_request(r);
 		if (ret >= 0)
 			ret = ring_submit(r, false);
@@ -38,9 +39,9 @@ int hash_stream_threaded(struct ring *r)
 	pthread_t thread;
 	int ret;
 
-	atomic_store(&r->producer_cpu, sched_getcpu());	/* until it runs: as if on this core */
+	/* until it runs: as if on this core */
+	atomic_store_explicit(&r->producer_cpu, sched_getcpu(), memory_order_relaxed);
 	ret = pthread_create(&thread, NULL, producer, r);
-
 	if (ret)
 		return -ret;
 	while (!ring_consumed_all(r) && !atomic_load(&r->error)) {

@@ -42,7 +42,7 @@ struct window {
 	unsigned period_blocks;		/* released since this one began */
 	unsigned behind_periods;	/* in a row, the reads behind */
 	uint64_t period_start_ns;
-	uint64_t waited_ns;		/* the consumer asleep for a read, this period */
+	uint64_t waited_ns;		/* the consumer waiting for a read, spun or asleep, this period */
 	double most_waited, grown_waited;	/* shares of a period's time */
 	uint64_t grown_at;		/* blocks released when it grew; 0: never */
 	bool grown_first;		/* by the first period alone */
@@ -156,11 +156,11 @@ struct ring {
 	_Atomic unsigned reaped;	/* completions since the last consumer run */
 	_Atomic int error;		/* first fatal error, negative: it stops the whole stream */
 
-	/* waking a sleeping producer or consumer (the multithreaded variant) */
+	/* waking a sleeping producer or consumer (the multithreaded variants) */
 	int eventfd;
 	_Atomic bool producer_sleeping;
 	_Atomic int producer_cpu;	/* where the producer last looked for work */
-	unsigned consumer_waits, consumer_spun, consumer_slept;	/* for the head cell (ring_wake.c) */
+	unsigned consumer_waits, consumer_spun, consumer_slept;	/* for the head cell: all, spun first, slept */
 	_Atomic bool consumer_sleeping;
 	_Atomic uint32_t consumer_wakeups;
 };

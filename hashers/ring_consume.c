@@ -234,7 +234,7 @@ static unsigned hash_side_by_side(struct ring *r)
  *
  * uring_b3sum measures which window. It starts at WINDOW_SMALL bytes, and
  * every WINDOW_PERIOD blocks looks at the share of the time the consumer
- * slept waiting for a read. Over two thirds of the first period, or over
+ * waited for a read. Over two thirds of the first period, or over
  * half of two in a row, the reads are behind and the depth may help them:
  * every buffer, to the end.
  * On a Zen 5's RAM-backed loop device and 2 cores, the window took 0.79 of

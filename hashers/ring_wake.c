@@ -57,13 +57,15 @@ uint64_t ring_clock_ns(void)
  * of the time with the consumer spinning up to CONSUMER_SPIN_NS first, runs of
  * 2,472 of its files under a shell that had just started 0.65-0.67
  * (docs/cold-path/consumer-spin-zen5). So it spins while the producer is
- * awake on another core; not while the producer sleeps on the device, nor on
- * the producer's own core, where the spin would only keep the producer off it
- * (with a busy loop on the other core, spinning on any core cost 4-6%).
+ * awake on another core; not while the producer sleeps on its eventfd (for
+ * the device, or for a cell), nor on the producer's own core, where the spin
+ * would only keep the producer off it (with a busy loop on the other core,
+ * spinning on any core cost 4-6%). A producer blocked in an open or a read
+ * counts as awake: the spin's bound is for it.
  */
 #define CONSUMER_SPIN_NS 50000
 
-static inline void cpu_relax(void)
+static void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
@@ -76,17 +78,22 @@ static bool head_ready(struct ring *r)
 	       atomic_load(&r->error);
 }
 
+/* Moved onto the consumer's core, the producer would wait for the spin to end. */
+static bool producer_elsewhere(struct ring *r)
+{
+	return atomic_load_explicit(&r->producer_cpu, memory_order_relaxed) != sched_getcpu();
+}
+
 /* Whether the head cell came while spinning; r->consumer_spun counts the spins. */
 static bool consumer_spin(struct ring *r)
 {
 	uint64_t until;
 
-	if (!r->cfg->consumer_spins ||
-	    atomic_load_explicit(&r->producer_cpu, memory_order_relaxed) == sched_getcpu())
+	if (!r->cfg->consumer_spins || !producer_elsewhere(r))
 		return false;
 	r->consumer_spun++;
 	until = ring_clock_ns() + CONSUMER_SPIN_NS;
-	while (!atomic_load(&r->producer_sleeping) && ring_clock_ns() < until) {
+	while (!atomic_load(&r->producer_sleeping) && producer_elsewhere(r) && ring_clock_ns() < until) {
 		if (head_ready(r))
 			return true;
 		cpu_relax();

@@ -431,8 +431,9 @@ producer_waits_for_completion:
 /* The consumer thread: hash the cell under consumer_head when it is available, else sleep
  * on the futex. The futex word's "changed since sampled" is the consumer_woken flag: the
  * consumer clears it where ring.c samples consumer_wakeups, the producer sets it.
- * uring_b3sum's spin before it (ring_wake.c) only looks at the cell: a spin that finds it
- * ready is this loop's next turn, one that does not goes on to this sleep. */
+ * uring_b3sum's spin before it (ring_wake.c) writes nothing the producer reads (the
+ * consumer is not yet "sleeping"): a spin that finds the cell ready is this loop's next
+ * turn, one that does not goes on to this sleep. */
 proctype consumer()
 {
 	byte c, ahead, ahead_left;
