@@ -198,6 +198,7 @@ void ring_say_depth(const struct ring *r);
 unsigned ring_consume(struct ring *r);
 void ring_window_start(struct ring *r);
 void ring_say_window(const struct ring *r);
+bool ring_side_trial_applies(const struct ring *r);
 void ring_side_trial_start(struct ring *r);
 void ring_say_side_trial(const struct ring *r);
 

@@ -101,7 +101,7 @@ static void unmap_side(struct ring *r, unsigned cells, bool lost)
 #define SIDE_PERIOD_FILES 64
 
 /* uring_b3sum's, unless a hashing is given */
-static bool side_trial_applies(const struct ring *r)
+bool ring_side_trial_applies(const struct ring *r)
 {
 	return r->cfg->adapts_window && r->cfg->hashing == HASH_WHEN_BEHIND;
 }
@@ -109,7 +109,7 @@ static bool side_trial_applies(const struct ring *r)
 void ring_side_trial_start(struct ring *r)
 {
 	memset(&r->side_trial, 0, sizeof(r->side_trial));
-	r->side_trial.measured = side_trial_applies(r);
+	r->side_trial.measured = ring_side_trial_applies(r);
 	r->side_trial.side = true;
 }
 
@@ -399,7 +399,7 @@ void ring_say_side_trial(const struct ring *r)
 {
 	const struct side_trial *t = &r->side_trial;
 
-	if (!side_trial_applies(r) || !t->periods)
+	if (!ring_side_trial_applies(r) || !t->periods)
 		return;
 	if (t->measured)
 		fprintf(stderr, "%s: small files side by side: too few to measure (%u periods of %u)\n", r->cfg->prog,

@@ -68,6 +68,11 @@ def test_installed_programs_hash_on_every_core_with_the_installed_library(staged
     # many files load it before hashing, so that the side trial's periods do not time the loading
     traced = subprocess.run(["strace", "-f", "-e", "trace=openat", program, small, small], capture_output=True, timeout=60)
     assert traced.returncode == 0 and b"parallel_hash.so" in traced.stderr
+    # ... unless there is no trial: one by one forced, or one core
+    for how in (["--serial-hash"], ["--num-threads", "1"]):
+        traced = subprocess.run(["strace", "-f", "-e", "trace=openat", program, *how, small, small], capture_output=True,
+                                timeout=60)
+        assert traced.returncode == 0 and b"parallel_hash.so" not in traced.stderr, how
     moved = tmp_path / "bin"
     moved.mkdir()
     shutil.copy2(program, moved / "uring_b3sum")
