@@ -45,22 +45,32 @@ static uint64_t sample_offset(unsigned i, unsigned n, uint64_t size, uint64_t wi
 	return (i * stride + scatter) & ~(page - 1);
 }
 
-/* By cachestat(): -errno where the kernel will not say (an old kernel, or a reader it refuses). */
+/* Pages of [offset, offset + length) in the page cache, or -errno where the kernel will not say
+ * (an old kernel, or a reader it refuses). */
+static int64_t cachestat_pages(int fd, uint64_t offset, uint64_t length)
+{
+	struct cachestat_range range = { offset, length };
+	struct cachestat cs;
+
+	return syscall(__NR_cachestat, fd, &range, &cs, 0) ? -errno : (int64_t)cs.nr_cache;
+}
+
+/* By cachestat(): -errno where the kernel will not say. */
 static int cached_by_cachestat(int fd, uint64_t size, uint64_t page)
 {
 	unsigned samples = size > RESIDENCY_WHOLE ? RESIDENCY_SAMPLES : 1;
-	struct cachestat_range range = { 0, size };
-	uint64_t pages = 0, cached = 0;
-	struct cachestat cs;
+	uint64_t pages = 0, cached = 0, offset = 0, length = size;
+	int64_t found;
 
 	for (unsigned i = 0; i < samples; i++) {
-		if (samples > 1)
-			range = (struct cachestat_range){ sample_offset(i, samples, size, RESIDENCY_WINDOW, page),
-							  RESIDENCY_WINDOW };
-		if (syscall(__NR_cachestat, fd, &range, &cs, 0))
-			return -errno;
-		cached += cs.nr_cache;
-		pages += (range.len + page - 1) / page;
+		if (samples > 1) {
+			offset = sample_offset(i, samples, size, RESIDENCY_WINDOW, page);
+			length = RESIDENCY_WINDOW;
+		}
+		if ((found = cachestat_pages(fd, offset, length)) < 0)
+			return (int)found;
+		cached += found;
+		pages += (length + page - 1) / page;
 	}
 	return cached * 4 >= pages * 3 ? CACHED_MOSTLY : cached ? CACHED_PART : CACHED_NONE;
 }
@@ -109,10 +119,7 @@ bool mostly_cached(int fd, uint64_t size)
 
 bool cachestat_answers(int fd)
 {
-	struct cachestat_range range = { 0, 1 };
-	struct cachestat cs;
-
-	return !syscall(__NR_cachestat, fd, &range, &cs, 0);
+	return cachestat_pages(fd, 0, 1) >= 0;
 }
 
 /*
@@ -128,11 +135,10 @@ bool cachestat_answers(int fd)
 bool range_cached(int fd, uint64_t offset, uint64_t length)
 {
 	uint64_t page = sysconf(_SC_PAGESIZE);
-	struct cachestat_range range = { offset, length };
-	struct cachestat cs;
+	int64_t found = cachestat_pages(fd, offset, length);
 
-	if (!syscall(__NR_cachestat, fd, &range, &cs, 0))
-		return cs.nr_cache * page >= length;
+	if (found >= 0)
+		return (uint64_t)found * page >= length;
 	for (unsigned i = 0; i < BLOCK_PROBES; i++)
 		if (!page_cached(fd, (offset + length / BLOCK_PROBES * i) & ~(page - 1), page))
 			return false;
