@@ -101,7 +101,7 @@ static int hash_all(struct ring *r, const struct options *opts, const struct var
 	}
 	ring_start(r, &source);
 	ring_window_start(r);
-	ring_side_trial_start(r);
+	ring_side_trial_start(r, opts->nr_files);
 	ret = (r->have_uring || !v->uses_uring ? v->hash_stream : hash_stream_pread)(r);
 	ring_drain(r);
 	progress_end(&r->progress);
@@ -150,13 +150,6 @@ static int run(struct options *opts, const struct variant *v)
 		ring_teardown(&ring);
 		return 1;
 	}
-	/*
-	 * Many files: loaded before the side trial times its first periods (ring_consume.c), where its
-	 * millisecond tipped a cold tree's trial to one by one (docs/cold-path/startup-zen5). With no
-	 * trial (one core, --serial-hash), when first needed, as for one file: 0.7 ms a run.
-	 */
-	if (many_files(opts) && ring_side_trial_applies(&ring))
-		hash_load();
 	if (init_base_hasher(&ring, opts)) {
 		ring_teardown(&ring);
 		return 1;

@@ -53,10 +53,16 @@ struct window {
  * periods of small files hashed side by side and one by one, in turn.
  */
 #define SIDE_TRIAL_PAIRS 8
+/* Small files' bytes hashed one by one before the library is loaded and side by side tried (ring_consume.c) */
+#define SIDE_LOAD_AFTER (8ull << 20)
+/* ... loaded at once for more files than this named: 8 MiB of 64 KiB files */
+#define SIDE_LOAD_FILES 128
 
 struct side_trial {
 	bool measured;			/* still measuring: uring_b3sum, hashing when behind */
 	bool side;			/* this period's way, or the winner's */
+	bool library_asked;		/* parallel_hash.so loaded for it */
+	uint64_t bytes_before;		/* small files' bytes hashed one by one before */
 	unsigned periods;		/* ended so far */
 	unsigned files;			/* small files hashed this period */
 	uint64_t start_ns;
@@ -84,6 +90,7 @@ struct ring_config {
 	unsigned hash_threads;		/* the most a block can be hashed on: the usable cores, --num-threads */
 	bool adapts_window;		/* the window follows the reads and the hashing (ring_consume.c) */
 	bool consumer_spins;		/* for the next cell before it sleeps (ring_wake.c) */
+	uint64_t side_load_after;	/* small files' bytes one by one before side by side is tried (ring_consume.c) */
 	bool depth_grows;		/* the queue depth and the buffers in use grow once (ring.c) */
 	unsigned first_cells;		/* the buffers in use until then: nr_cells, or half of them */
 	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */
@@ -198,8 +205,7 @@ void ring_say_depth(const struct ring *r);
 unsigned ring_consume(struct ring *r);
 void ring_window_start(struct ring *r);
 void ring_say_window(const struct ring *r);
-bool ring_side_trial_applies(const struct ring *r);
-void ring_side_trial_start(struct ring *r);
+void ring_side_trial_start(struct ring *r, int named_files);
 void ring_say_side_trial(const struct ring *r);
 
 static inline struct cell *cell_of(struct ring *r, uint64_t block)

@@ -95,22 +95,41 @@ static void unmap_side(struct ring *r, unsigned cells, bool lost)
  * waited for the reads did not tell them apart. So uring_b3sum measures it:
  * periods of SIDE_PERIOD_FILES small files one by one and side by side in
  * turn, in pairs whose order turns each pair, and the median pair's faster
- * way takes the rest. Until then, and with fewer small files, side by side
- * (docs/cold-path/side-trial-zen5-run: 0.92 of the time on AVX-512).
+ * way takes the rest.
+ *
+ * Side by side needs parallel_hash.so and TBB's threads: 1.2-2 ms a run on
+ * the Zen 5, which a run of a few small files never wins back. So the first
+ * side_load_after bytes of small files go one by one; then the library is
+ * loaded and the trial begins. Deferred so, 2 to 128 cached files of 64 KiB
+ * took 0.45-0.84 of the time, and runs of more 1.00-1.03 (the load beside the
+ * producer's thread). Loaded on a thread of its own instead, the runs that
+ * load it cost more (docs/cold-path/side-load-zen5).
  */
 #define SIDE_PERIOD_FILES 64
 
 /* uring_b3sum's, unless a hashing is given */
-bool ring_side_trial_applies(const struct ring *r)
+static bool ring_side_trial_applies(const struct ring *r)
 {
 	return r->cfg->adapts_window && r->cfg->hashing == HASH_WHEN_BEHIND;
 }
 
-void ring_side_trial_start(struct ring *r)
+/*
+ * Before the producer's thread: more than SIDE_LOAD_FILES files named (a run
+ * of xargs), the library is loaded now, as the run is likely to pass
+ * side_load_after anyway and the load beside that thread took 0.7-1.1 ms,
+ * against 0.5 ms here (docs/cold-path/side-load-zen5).
+ */
+void ring_side_trial_start(struct ring *r, int named_files)
 {
-	memset(&r->side_trial, 0, sizeof(r->side_trial));
-	r->side_trial.measured = ring_side_trial_applies(r);
-	r->side_trial.side = true;
+	struct side_trial *t = &r->side_trial;
+
+	memset(t, 0, sizeof(*t));
+	t->measured = ring_side_trial_applies(r);
+	if (t->measured && named_files > SIDE_LOAD_FILES) {
+		hash_load();
+		t->library_asked = true;
+	}
+	t->side = !t->measured || t->library_asked;
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -121,7 +140,7 @@ static int compare_doubles(const void *a, const void *b)
 }
 
 /* A small file of the ring hashed, before its cell is released: the period's count and, at its end, the pair's. */
-static void side_trial_tick(struct ring *r)
+static void side_trial_tick(struct ring *r, uint64_t bytes)
 {
 	struct side_trial *t = &r->side_trial;
 	uint64_t now;
@@ -129,7 +148,17 @@ static void side_trial_tick(struct ring *r)
 
 	if (!t->measured)
 		return;
+	if (!t->library_asked) {
+		t->bytes_before += bytes;
+		if (t->bytes_before >= r->cfg->side_load_after) {
+			t->library_asked = true;
+			hash_load();	/* before the first period: its millisecond in one tipped a trial */
+		}
+		return;
+	}
 	now = ring_clock_ns();
+	if (!t->periods && !t->files)
+		t->side = true;	/* the first period */
 	if (!t->files++)
 		t->start_ns = now;
 	if (t->files <= SIDE_PERIOD_FILES)
@@ -374,7 +403,7 @@ unsigned ring_consume(struct ring *r)
 		}
 		r->bytes_hashed += c->want;
 		if (small)
-			side_trial_tick(r);
+			side_trial_tick(r, c->want);
 		if (c->last)
 			input_finish(r, c->input);
 		progress_tick(r);
@@ -399,7 +428,15 @@ void ring_say_side_trial(const struct ring *r)
 {
 	const struct side_trial *t = &r->side_trial;
 
-	if (!ring_side_trial_applies(r) || !t->periods)
+	if (!ring_side_trial_applies(r) || !t->bytes_before)
+		return;
+	if (!t->library_asked) {
+		fprintf(stderr, "%s: small files one by one: %llu KiB of them, side by side is tried after %llu KiB\n",
+			r->cfg->prog, (unsigned long long)((t->bytes_before + 1023) >> 10),
+			(unsigned long long)(r->cfg->side_load_after >> 10));
+		return;
+	}
+	if (!t->periods)
 		return;
 	if (t->measured)
 		fprintf(stderr, "%s: small files side by side: too few to measure (%u periods of %u)\n", r->cfg->prog,

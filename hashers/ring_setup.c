@@ -88,6 +88,7 @@ static void configure(struct ring_config *cfg, const struct options *opts, const
 		       HASH_WHEN_BEHIND : HASH_SERIAL;
 	cfg->adapts_window = v->adapts_window && v->uses_uring;
 	cfg->consumer_spins = v->consumer_spins && v->uses_eventfd;
+	cfg->side_load_after = SIDE_LOAD_AFTER;
 	cfg->depth_grows = opts->depth_grows && cfg->adapts_window && cfg->nr_cells >= 2 * cfg->knobs.queue_depth;
 	cfg->first_cells = cfg->depth_grows ? cfg->nr_cells / 2 : cfg->nr_cells;
 	cfg->staging = staging_of(&cfg->knobs);
@@ -126,8 +127,8 @@ int ring_setup(struct ring *r, struct ring_config *cfg, const struct options *op
 	r->free_buffers = calloc(cfg->nr_cells, sizeof(*r->free_buffers));
 	if (!r->cells || !r->inputs || !r->hash_jobs || !r->free_buffers)
 		return -ENOMEM;
-	for (unsigned i = 0; i < r->nr_slots; i++)
-		r->inputs[i].fd = -1;
+	for (unsigned i = 0; i < r->nr_slots; i++)	/* none open: teardown closed fd 0 for each slot never used */
+		r->inputs[i].fd = r->inputs[i].direct_fd = -1;
 	for (unsigned i = 0; i < cfg->nr_cells; i++) {
 		r->cells[i].buf_index = i;
 		r->cells[i].buf = r->memory + (size_t)i * cfg->knobs.block_size;

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Iterator
@@ -158,8 +159,9 @@ def test_small_files_ahead_of_one_core_are_hashed_side_by_side(small_files: list
     """hashlag:20: each file waits 20 ms before it is hashed, while the producer reads the next ones
     from tmpfs in microseconds, so after the first few every cell is available: the run of whole
     small files is hashed side by side (each file's bytes counted as hashed on every core), and the
-    hashes and their order are b3sum's (hash_with checks)."""
-    lines = hash_with(small_argv(small_files), tmp_path / "e.jsonl", "hashlag:20")
+    hashes and their order are b3sum's (hash_with checks). sideload:0: tried from the first file, not
+    after 8 MiB of them."""
+    lines = hash_with(small_argv(small_files), tmp_path / "e.jsonl", "hashlag:20,sideload:0")
     assert [line["index"] for line in lines] == list(range(24))
     assert all(line["ring_bytes"] == 64 << 10 and line["hashing"] == "when-behind" for line in lines)
     side_by_side = [line["parallel_bytes"] == 64 << 10 for line in lines]
@@ -172,3 +174,12 @@ def test_small_files_stay_on_one_core_when_told(small_files: list[Path], tmp_pat
                                                 cpus: set[int] | None) -> None:
     lines = hash_with(small_argv(small_files, *options), tmp_path / "e.jsonl", "hashlag:5", cpus)
     assert len(lines) == 24 and all(line["parallel_bytes"] == 0 and line["hashing"] == "serial" for line in lines)
+
+
+def test_a_run_closes_only_what_it_opened(small_files: list[Path]) -> None:
+    """The ring's slots that no file used hold no descriptor: teardown once closed fd 0 for each (their
+    direct_fd zeroed, not -1), which is stdin, or whatever else holds fd 0 then."""
+    argv = ["strace", "-f", "-e", "trace=close", str(BIN_DIR / "uring_b3sum"), *map(str, small_files[:2])]
+    traced = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert traced.returncode == 0 and len(traced.stdout.splitlines()) == 2
+    assert not re.search(r"\bclose\(0\)", traced.stderr), traced.stderr

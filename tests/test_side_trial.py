@@ -1,8 +1,9 @@
 """The ring's small files side by side or one by one, measured in the process (hashers/ring_consume.c):
-periods of 64 small files each way in turn, 8 pairs, the median pair's faster way taking the rest. The
-faults build's sidelag and onelag slow one way down, so the test knows which must win; the timing of a
-real run is a benchmark's (docs/cold-path/side-trial-zen5-run), not a test's. The trees are on tmpfs:
-every file there at once, cached whatever cache drop runs beside."""
+periods of 64 small files each way in turn, 8 pairs, the median pair's faster way taking the rest, once
+8 MiB of them went one by one and parallel_hash.so is loaded. The faults build's sidelag and onelag slow one
+way down, so the test knows which must win, and its sideload:0 has the trial begin at the first file;
+the timing of a real run is a benchmark's (docs/cold-path/side-trial-zen5-run, side-load-zen5), not a
+test's. The trees are on tmpfs: every file there at once, cached whatever cache drop runs beside."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def hash_tree(binary: Path, tree: Path, *options: str, faults: str = "") -> str:
 @pytest.mark.parametrize("faults, way", [("sidelag:300", "one by one"), ("onelag:300", "side by side")])
 def test_the_slower_way_loses(tree: Path, faults: str, way: str) -> None:
     """300 us before each small file hashed one way: that way takes 0.3 s a period more than the other."""
-    line = hash_tree(FAULTS_BIN / "uring_b3sum", tree, faults=faults)
+    line = hash_tree(FAULTS_BIN / "uring_b3sum", tree, faults=f"{faults},sideload:0")
     m = re.fullmatch(r"uring_b3sum: small files (side by side|one by one), measured here: side by side / one by "
                      r"one ([0-9.]+), the median of 8 pairs of periods of 64 files", line)
     assert m, line
@@ -58,10 +59,38 @@ def test_the_slower_way_loses(tree: Path, faults: str, way: str) -> None:
 
 def test_too_few_small_files_keep_them_side_by_side() -> None:
     for tree in small_tree(300):
-        line = hash_tree(BIN_DIR / "uring_b3sum", tree, faults="")
+        line = hash_tree(FAULTS_BIN / "uring_b3sum", tree, faults="sideload:0")
         assert line == "uring_b3sum: small files side by side: too few to measure (4 periods of 16)", line
+
+
+def test_a_few_small_files_go_one_by_one_and_load_nothing() -> None:
+    """Under 8 MiB of small files the run never loads parallel_hash.so (nor TBB): a millisecond and
+    more that side by side would not win back (docs/cold-path/side-load-zen5)."""
+    for tree in small_tree(300):   # 300 files of 16-32 KiB: 7.1 MiB
+        line = hash_tree(BIN_DIR / "uring_b3sum", tree)
+        size = sum(p.stat().st_size for p in tree.iterdir())
+        assert line == (f"uring_b3sum: small files one by one: {(size + 1023) >> 10} KiB of them, side by side is tried "
+                        "after 8192 KiB"), line
+        traced = subprocess.run(["strace", "-f", "-e", "trace=openat", str(BIN_DIR / "uring_b3sum"), "-r", str(tree)],
+                                capture_output=True, text=True, timeout=120)
+        assert traced.returncode == 0 and "parallel_hash.so" not in traced.stderr and "libtbb" not in traced.stderr
 
 
 @pytest.mark.parametrize("option", ["--serial-hash", "--parallel-hash"])
 def test_a_given_hashing_has_no_trial(tree: Path, option: str) -> None:
     assert hash_tree(BIN_DIR / "uring_b3sum", tree, option) == ""
+
+
+
+
+def test_more_than_32_files_named_load_it_before_the_run() -> None:
+    """Named on the command line (xargs's runs), more than 128 files load the library before the
+    producer's thread starts, where it costs least; 128 of them, under 8 MiB, never do."""
+    for tree in small_tree(129):
+        files = sorted(str(p) for p in tree.iterdir())
+        for named, loads in ((files, True), (files[:128], False)):
+            traced = subprocess.run(["strace", "-f", "-e", "trace=openat,clone3,clone",
+                                     str(BIN_DIR / "uring_b3sum"), *named], capture_output=True, text=True, timeout=60)
+            assert traced.returncode == 0 and len(traced.stdout.splitlines()) == len(named)
+            events = [m[0] for m in re.finditer(r"parallel_hash\.so|clone3?\(", traced.stderr)]
+            assert (events[:1] == ["parallel_hash.so"]) == loads and ("parallel_hash.so" in events) == loads, events
