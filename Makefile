@@ -216,8 +216,9 @@ $(BUILD)/tests/%: tests/helpers/%.c
 PREFIX      ?= /usr/local
 bindir      ?= $(PREFIX)/bin
 datadir     ?= $(PREFIX)/share
-# parallel_hash.so: the programs look for it in ../lib/ringsum from their own directory
-pkglibdir   ?= $(PREFIX)/lib/ringsum
+# parallel_hash.so: the programs look for it in ../lib/ringsum from their own directory, so it goes
+# beside bindir (a bindir of /opt/x/bin: /opt/x/lib/ringsum); install refuses a pkglibdir elsewhere
+pkglibdir   ?= $(patsubst %/,%,$(dir $(bindir)))/lib/ringsum
 man1dir     ?= $(datadir)/man/man1
 bashcompdir ?= $(datadir)/bash-completion/completions
 zshcompdir  ?= $(datadir)/zsh/site-functions
@@ -258,6 +259,9 @@ man: $(MAN_PAGES)
 completions: $(COMPLETIONS)
 
 install: all man completions
+	@if [ "$$(realpath -m '$(bindir)/../lib/ringsum')" != "$$(realpath -m '$(pkglibdir)')" ]; then \
+		echo "make install: pkglibdir=$(pkglibdir) is not $(bindir)/../lib/ringsum, where the programs look for parallel_hash.so" >&2; \
+		exit 2; fi
 	$(INSTALL) -d $(DESTDIR)$(bindir) $(DESTDIR)$(man1dir) $(DESTDIR)$(bashcompdir) $(DESTDIR)$(zshcompdir) \
 		$(DESTDIR)$(datadir)/ringsum $(DESTDIR)$(pkglibdir)
 	$(INSTALL) -m 755 $(INSTALL_PROGRAMS:%=$(BUILD)/bin/%) $(DESTDIR)$(bindir)/

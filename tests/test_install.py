@@ -79,6 +79,24 @@ def test_installed_programs_hash_on_every_core_with_the_installed_library(staged
                                      "hashing on one core\n")
 
 
+def test_a_bindir_of_its_own_takes_the_library_along(tmp_path: Path) -> None:
+    """The programs look for parallel_hash.so in ../lib/ringsum: with bindir set, it goes there, and a
+    pkglibdir elsewhere is refused in one line, not installed where no program finds it."""
+    make("install", f"DESTDIR={tmp_path / 'a'}", "bindir=/opt/rs/bin")
+    program = tmp_path / "a/opt/rs/bin/uring_b3sum"
+    assert (tmp_path / "a/opt/rs/lib/ringsum/parallel_hash.so").is_file()
+    data = tmp_path / "data"
+    data.write_bytes(os.urandom(1 << 20))
+    alone = subprocess.run([program, "--parallel-hash", data], capture_output=True, timeout=60)
+    assert alone.returncode == 0 and alone.stderr == b""
+    assert alone.stdout == subprocess.run([B3SUM, data], capture_output=True, timeout=60).stdout
+    refused = subprocess.run(["make", "-s", "-C", str(REPO), "install", f"DESTDIR={tmp_path / 'b'}", "bindir=/opt/rs/bin",
+                              "pkglibdir=/usr/lib/ringsum"], capture_output=True, text=True, timeout=600)
+    assert refused.returncode != 0 and not (tmp_path / "b").exists()
+    assert refused.stderr.splitlines()[0] == ("make install: pkglibdir=/usr/lib/ringsum is not /opt/rs/bin/../lib/ringsum, "
+                                              "where the programs look for parallel_hash.so")
+
+
 def test_without_as_b3sum_there_is_no_b3sum(tmp_path: Path) -> None:
     make("install", f"DESTDIR={tmp_path}", "PREFIX=/opt/rs")
     names = installed_files(tmp_path)
