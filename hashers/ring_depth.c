@@ -29,6 +29,8 @@ bool ring_depth_full(struct ring *r)
  */
 #define DEPTH_WAITS 8
 
+/* hashers/model/ring.pml checks the growth (DEEPENS): at any point the producer would sleep, once. */
+
 bool ring_deepen(struct ring *r)
 {
 	if (!r->cfg->depth_grows || r->deepened_at || !r->last_read_direct || !atomic_load(&r->reads_behind) ||

@@ -64,6 +64,18 @@ def test_correct_designs_pass_with_knobs(design, knob):
         assert status == 0, output
 
 
+def test_the_producer_deepening_once_keeps_the_protocol():
+    """uring_b3sum's producer grows its depth and the cells it uses once (hashers/ring_depth.c): from
+    one cell and one read to two of each, at any point it would sleep. Deepened one cell past the
+    ring, the model must fail."""
+    knobs = ("DEEPENS", "FIRST_CELLS=1", "DEEP_DEPTH=2")
+    for kind in ("safety", "liveness"):
+        status, output = verify("pass", "MULTI", 1, 2, 5, kind, *knobs)
+        assert status == 0, output
+    status, output = verify("pass", "MULTI", 1, 2, 5, "safety", *knobs, "BUG_DEEPEN_OVER")
+    assert status == 1 and "found=assertion" in output.splitlines()[0], output
+
+
 def test_multi_blocking_deadlocks_with_a_printed_trail():
     status, output = verify("deadlock", "MULTI_BLOCKING", 2, 2, 5, "safety")
     assert status == 0, output
@@ -109,6 +121,14 @@ def test_deliberate_bugs_are_caught(design, bug, found):
     assert status == 1, output
     line = output.splitlines()[0]
     assert line.startswith(f"FAIL model={design}") and f"found={found}" in line, output
+
+
+def test_a_search_out_of_memory_is_a_failure():
+    """pan stops at -DMEMLIM with "reached -DMEMLIM bound", its search unfinished: verify.sh once
+    read that as a pass (the full run's MULTI 4/4/8 RETRIES=2 and a check of the depth's growth)."""
+    status, output = verify("pass", "MULTI", 2, 3, 7, "safety", env={"RINGSUM_MODEL_MEMLIM": "32"})
+    assert status == 1, output
+    assert "out of memory (-DMEMLIM=32)" in output.splitlines()[0], output
 
 
 def test_a_search_cut_short_is_a_failure():

@@ -10,6 +10,9 @@
  *   PROCESS_IN_INNER_LOOP  SINGLE only: consume after every reaped completion (default 0)
  *   WINDOW                 blocks the producer may request ahead of the consumer (default BUFFERS)
  *   GROWS                  the consumer may widen the window to BUFFERS at any release, once
+ *   FIRST_CELLS            cells the producer may use until it deepens  (default BUFFERS)
+ *   DEEPENS                (MULTI) the producer may deepen, once, before any sleep: every cell
+ *                          and DEEP_DEPTH reads in flight (default QUEUE_DEPTH) from then on
  * Deliberate bugs, to show that the checks have teeth (each must make a check fail):
  *   BUG_REUSE_UNCONSUMED   the producer requests into any cell that is not REQUESTED, in its
  *                          old buffer when none is free
@@ -25,6 +28,7 @@
  *                          yet hashed, and reads the next block into it
  *   BUG_WINDOW_LATE        (MULTI) the consumer looks for a sleeping producer before it moves the
  *                          window on, so a producer held by the window can sleep through it
+ *   BUG_DEEPEN_OVER        (DEEPENS) deepened, the producer counts one cell more than the ring has
  *
  * Atomicity: each atomic block below touches at most one location another process can
  * race on in a way that matters (the reasons are given at each one), so grouping them
@@ -56,6 +60,17 @@
 #ifndef WINDOW
 #define WINDOW BUFFERS
 #endif
+#ifndef FIRST_CELLS
+#define FIRST_CELLS BUFFERS
+#endif
+#ifndef DEEP_DEPTH
+#define DEEP_DEPTH QUEUE_DEPTH
+#endif
+#ifdef BUG_DEEPEN_OVER
+#define DEEP_CELLS (BUFFERS + 1)
+#else
+#define DEEP_CELLS BUFFERS
+#endif
 #if DESIGN != SINGLE && DESIGN != MULTI && DESIGN != MULTI_BLOCKING
 #error "DESIGN must be SINGLE, MULTI or MULTI_BLOCKING"
 #endif
@@ -64,6 +79,12 @@
 #endif
 #if WINDOW < 1 || WINDOW > BUFFERS
 #error "need 1 <= WINDOW <= BUFFERS"
+#endif
+#if FIRST_CELLS < 1 || FIRST_CELLS > BUFFERS || DEEP_DEPTH < QUEUE_DEPTH
+#error "need 1 <= FIRST_CELLS <= BUFFERS, DEEP_DEPTH >= QUEUE_DEPTH"
+#endif
+#if defined(DEEPENS) && DESIGN != MULTI
+#error "DEEPENS is uring_b3sum's, a MULTI design"
 #endif
 
 #define NO_DATA 255
@@ -85,12 +106,14 @@ byte nr_free;
 byte reclaim_head;		/* blocks whose buffers the producer took back */
 byte request_limit = WINDOW;	/* the consumer's: consumer_head + the window (every block full) */
 byte window = WINDOW;
+byte cells_limit = FIRST_CELLS;	/* ring->cells_limit: the buffers in use (ring_depth.c grows it) */
+byte depth_limit = QUEUE_DEPTH;	/* ring->depth_limit: reads in flight at most */
 byte producer_head;		/* next block to request */
 byte consumer_head;		/* next block to hash */
 byte in_flight;			/* requests queued or submitted, not yet reaped */
 byte hashed_up_to;		/* ghost: blocks fed to the hasher so far, as seen by the hasher */
 byte retries_left = RETRIES;	/* bound on transient failures, keeps the state space finite */
-chan cq = [QUEUE_DEPTH] of { byte, bool };	/* the completion queue: cell, whole read? */
+chan cq = [DEEP_DEPTH] of { byte, bool };	/* the completion queue: cell, whole read? */
 
 #if DESIGN != SINGLE
 bool producer_sleeping;		/* ring->producer_sleeping */
@@ -107,11 +130,11 @@ bool consumer_woken;		/* ring->consumer_wakeups changed since the consumer sampl
 
 /* ring_can_request(): the cell's last block's buffer taken back, and within the window */
 #ifdef BUG_REUSE_UNCONSUMED
-#define CAN_REQUEST	(producer_head < BLOCKS && in_flight < QUEUE_DEPTH && \
+#define CAN_REQUEST	(producer_head < BLOCKS && in_flight < depth_limit && \
 			 CELL_FREE(producer_head % BUFFERS) && producer_head < request_limit)
 #else
-#define CAN_REQUEST	(producer_head < BLOCKS && in_flight < QUEUE_DEPTH && \
-			 producer_head - reclaim_head < BUFFERS && producer_head < request_limit)
+#define CAN_REQUEST	(producer_head < BLOCKS && in_flight < depth_limit && \
+			 producer_head - reclaim_head < cells_limit && producer_head < request_limit)
 #endif
 #ifdef BUG_RECLAIM_UNHASHED
 #define RECLAIMABLE(c)	(state[c] != REQUESTED)
@@ -212,7 +235,7 @@ inline wake_consumer()
 }
 
 /* ring_reap_one(): take one CQE. Atomic: the CQ is only read here, and the kernel can
- * always post (in_flight <= QUEUE_DEPTH = the CQ's size), so nobody observes the steps
+ * always post (in_flight <= depth_limit <= DEEP_DEPTH = the CQ's size), so nobody observes the steps
  * in between. A transient failure (EAGAIN, a short read, ECANCELED of a linked read) is
  * queued again for the same cell, which stays REQUESTED. */
 inline reap_one()
@@ -241,6 +264,23 @@ inline reap_one()
 	wake_consumer()		/* after the release store, as the seq_cst flag protocol needs */
 }
 
+/* ring_deepen(): once, about to sleep, the producer may take every cell and DEEP_DEPTH reads (the
+ * C code does when every read is out, O_DIRECT and unfinished; here at any such point, which
+ * covers that). Its own limits, stored before its next request: it then loops, not sleeps. */
+inline ring_deepen()
+{
+	if
+	:: cells_limit < DEEP_CELLS || depth_limit < DEEP_DEPTH ->
+		atomic {
+			printf("producer: deepen to %d cells, %d reads\n", DEEP_CELLS, DEEP_DEPTH);
+			cells_limit = DEEP_CELLS;
+			depth_limit = DEEP_DEPTH;
+			progress = true
+		}
+	:: true -> skip
+	fi
+}
+
 /* window_release(): the consumer moves the window on past the cells it released (a store of
  * its own, after theirs); it may widen it once (ring_consume.c grows it to every buffer). */
 inline move_window()
@@ -248,7 +288,7 @@ inline move_window()
 	atomic {
 		if
 #ifdef GROWS
-		:: window < BUFFERS -> window = BUFFERS
+		:: window < cells_limit -> window = cells_limit	/* every buffer in use */
 #endif
 		:: true -> skip
 		fi;
@@ -405,6 +445,9 @@ producer_waits_for_completion:
 		/* Nothing to do: sleep on the eventfd, which every CQE and a consumer that frees
 		 * a cell while we sleep both signal. Announce the sleep, then re-check (the
 		 * seq_cst flag protocol), else a cell freed in between would be a lost wake-up. */
+#ifdef DEEPENS
+		ring_deepen();
+#endif
 		if
 		:: progress -> skip
 		:: else ->
