@@ -428,12 +428,13 @@ void ring_say_side_trial(const struct ring *r)
 {
 	const struct side_trial *t = &r->side_trial;
 
-	if (!ring_side_trial_applies(r) || !t->bytes_before)
+	if (!ring_side_trial_applies(r))
 		return;
 	if (!t->library_asked) {
-		fprintf(stderr, "%s: small files one by one: %llu KiB of them, side by side is tried after %llu KiB\n",
-			r->cfg->prog, (unsigned long long)((t->bytes_before + 1023) >> 10),
-			(unsigned long long)(r->cfg->side_load_after >> 10));
+		if (t->bytes_before)
+			fprintf(stderr, "%s: small files one by one: %llu KiB of them, side by side is tried after %llu KiB\n",
+				r->cfg->prog, (unsigned long long)((t->bytes_before + 1023) >> 10),
+				(unsigned long long)(r->cfg->side_load_after >> 10));
 		return;
 	}
 	if (!t->periods)

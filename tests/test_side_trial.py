@@ -94,3 +94,8 @@ def test_more_than_32_files_named_load_it_before_the_run() -> None:
             assert traced.returncode == 0 and len(traced.stdout.splitlines()) == len(named)
             events = [m[0] for m in re.finditer(r"parallel_hash\.so|clone3?\(", traced.stderr)]
             assert (events[:1] == ["parallel_hash.so"]) == loads and ("parallel_hash.so" in events) == loads, events
+        # loaded first, the trial measures from the first file, and --verbose says how far it got
+        said = subprocess.run([str(BIN_DIR / "uring_b3sum"), "--verbose", *files], capture_output=True, text=True,
+                              timeout=60)
+        assert said.returncode == 0 and len(said.stdout.splitlines()) == len(files)
+        assert "uring_b3sum: small files side by side: too few to measure (2 periods of 16)" in said.stderr.splitlines()
