@@ -101,9 +101,9 @@ static void unmap_side(struct ring *r, unsigned cells, bool lost)
  * the Zen 5, which a run of a few small files never wins back. So the first
  * side_load_after bytes of small files go one by one; then the library is
  * loaded and the trial begins. Deferred so, 2 to 128 cached files of 64 KiB
- * took 0.45-0.84 of the time, and runs of more 1.00-1.03 (the load beside the
- * producer's thread). Loaded on a thread of its own instead, the runs that
- * load it cost more (docs/cold-path/side-load-zen5).
+ * took 0.45-0.84 of the time, and runs that load it 0.1-0.4 ms more (the load
+ * beside the producer's thread). Loaded on a thread of its own instead, the
+ * runs that load it cost more (docs/cold-path/side-load-zen5).
  */
 #define SIDE_PERIOD_FILES 64
 
