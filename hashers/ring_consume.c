@@ -108,7 +108,7 @@ static void unmap_side(struct ring *r, unsigned cells, bool lost)
 #define SIDE_PERIOD_FILES 64
 
 /* uring_b3sum's, unless a hashing is given */
-static bool ring_side_trial_applies(const struct ring *r)
+static bool side_trial_applies(const struct ring *r)
 {
 	return r->cfg->adapts_window && r->cfg->hashing == HASH_WHEN_BEHIND;
 }
@@ -124,7 +124,7 @@ void ring_side_trial_start(struct ring *r, int named_files)
 	struct side_trial *t = &r->side_trial;
 
 	memset(t, 0, sizeof(*t));
-	t->measured = ring_side_trial_applies(r);
+	t->measured = side_trial_applies(r);
 	if (t->measured && named_files > SIDE_LOAD_FILES) {
 		hash_load();
 		t->library_asked = true;
@@ -428,7 +428,7 @@ void ring_say_side_trial(const struct ring *r)
 {
 	const struct side_trial *t = &r->side_trial;
 
-	if (!ring_side_trial_applies(r))
+	if (!side_trial_applies(r))
 		return;
 	if (!t->library_asked) {
 		if (t->bytes_before)

@@ -25,11 +25,10 @@ bool ring_depth_full(struct ring *r)
  * the Zen 3's disk gained nothing (docs/cold-path/tree-depth-zen5). The
  * bytes in flight stay at most the first depth's blocks: a big file's 4M
  * reads, 32 at once, were 1.3% slower there. A cached file's reads finish as
- * they are submitted: its depth stays.
+ * they are submitted: its depth stays. hashers/model/ring.pml checks the
+ * growth (DEEPENS) at any point the producer would sleep.
  */
 #define DEPTH_WAITS 8
-
-/* hashers/model/ring.pml checks the growth (DEEPENS): at any point the producer would sleep, once. */
 
 bool ring_deepen(struct ring *r)
 {

@@ -81,9 +81,7 @@ def test_a_given_hashing_has_no_trial(tree: Path, option: str) -> None:
     assert hash_tree(BIN_DIR / "uring_b3sum", tree, option) == ""
 
 
-
-
-def test_more_than_32_files_named_load_it_before_the_run() -> None:
+def test_more_than_128_files_named_load_it_before_the_run() -> None:
     """Named on the command line (xargs's runs), more than 128 files load the library before the
     producer's thread starts, where it costs least; 128 of them, under 8 MiB, never do."""
     for tree in small_tree(129):
