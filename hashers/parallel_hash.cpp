@@ -289,13 +289,6 @@ extern "C" void staging_set_task_hook(void (*hook)(enum staging, size_t)) noexce
   task_hook.store(hook, std::memory_order_relaxed);
 }
 
-// Whole small files, side by side: too small to measure on, so they take the
-// ring blocks' trial's winner once it has one, and are hashed in place until then.
-bool prefetches(staging how) {
-  return how == STAGE_PREFETCH ||
-         (how == STAGE_MEASURED && trial_winner(TRIAL_RING) == STAGE_PREFETCH);
-}
-
 // A ring block, or a piece of one, on every core (its tasks staged by the
 // grain's how) or on this thread.
 void ring_update(blake3_hasher *hasher, const uint8_t *data, size_t len, staging how, bool parallel) {
@@ -342,8 +335,6 @@ namespace {
 constexpr size_t TASKS = 0, MAX_GRAIN = 0, MAPPED_TASKS = 0, MIN_RELEASE = 0;
 void set_grain(size_t, size_t, size_t, size_t, enum staging) {}  // BLAKE3's join has neither grain nor stage
 void set_mapping(const void *, size_t, size_t) {}  // nor releases
-bool prefetches(staging) { return false; }  // nor prefetches
-thread_local bool prefetching;  // which nothing reads
 void hash_ring(blake3_hasher *hasher, const uint8_t *data, size_t len, staging, bool parallel) {
   if (parallel)
     blake3_hasher_update_tbb(hasher, data, len);
@@ -376,16 +367,6 @@ extern "C" void hash_mapped(blake3_hasher *hasher, const void *data,
   set_mapping(data, len, release ? std::bit_floor(std::max(release, MIN_RELEASE)) : 0);
   blake3_hasher_update_tbb(hasher, data, len);
   set_mapping(nullptr, 0, 0);
-}
-
-// Each job on a task of its own: whole small files, each too small to split.
-extern "C" void hash_jobs_parallel(const struct hash_job *jobs, size_t n, enum staging how) noexcept {
-  bool prefetch = prefetches(how);
-  oneapi::tbb::parallel_for(size_t{0}, n, [jobs, prefetch](size_t i) {
-    prefetching = prefetch;
-    blake3_hasher_update(jobs[i].hasher, jobs[i].data, jobs[i].len);
-    prefetching = false;
-  });
 }
 
 // b3sum's --num-threads: at most this many threads hash, for the rest of the run.

@@ -48,15 +48,6 @@ void staging_set_task_hook(void (*hook)(enum staging how, size_t len)) PARALLEL_
 /* The same for a mapping of the page cache, in tasks of at most stage bytes, each staged as said. */
 void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t stage, enum staging how,
 		 size_t release) PARALLEL_HASH_NOEXCEPT;
-/* One input's bytes to hash, for hash_jobs_parallel(). */
-struct hash_job {
-	blake3_hasher *hasher;
-	const void *data;
-	size_t len;
-};
-/* Several inputs hashed side by side, a task each, on every core: each its own hasher, so any order;
- * prefetched as hash_serial() would. */
-void hash_jobs_parallel(const struct hash_job *jobs, size_t n, enum staging how) PARALLEL_HASH_NOEXCEPT;
 /* --num-threads: no more hashing threads than this. */
 void hash_limit_threads(size_t threads) PARALLEL_HASH_NOEXCEPT;
 /* parallel_load.c's: the library loaded now, not at the first hash that needs it. */

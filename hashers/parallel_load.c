@@ -31,7 +31,6 @@ static struct parallel {
 	void (*staging_trial_result)(enum trial_of, struct staging_trial *);
 	void (*staging_set_task_hook)(void (*)(enum staging, size_t));
 	void (*hash_mapped)(blake3_hasher *, const void *, size_t, size_t, enum staging, size_t);
-	void (*hash_jobs_parallel)(const struct hash_job *, size_t, enum staging);
 	void (*hash_limit_threads)(size_t);
 } lib;
 /* lib holds the library's entry points; --verbose asks the trials' state from the producer too */
@@ -75,7 +74,7 @@ static void load(void)
 	void *handle = open_beside_programs(error, sizeof(error));
 
 	if (handle && ENTRY(hash_parallel) && ENTRY(hash_serial) && ENTRY(staging_trial_result) &&
-	    ENTRY(staging_set_task_hook) && ENTRY(hash_mapped) && ENTRY(hash_jobs_parallel) && ENTRY(hash_limit_threads)) {
+	    ENTRY(staging_set_task_hook) && ENTRY(hash_mapped) && ENTRY(hash_limit_threads)) {
 		if (thread_limit)
 			lib.hash_limit_threads(thread_limit);
 		if (task_hook)
@@ -129,16 +128,6 @@ void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t sta
 		lib.hash_mapped(hasher, data, len, stage, how, release);
 	else
 		blake3_hasher_update(hasher, data, len);
-}
-
-void hash_jobs_parallel(const struct hash_job *jobs, size_t n, enum staging how)
-{
-	if (have_library()) {
-		lib.hash_jobs_parallel(jobs, n, how);
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		blake3_hasher_update(jobs[i].hasher, jobs[i].data, jobs[i].len);
 }
 
 /* Not loaded: no trial has begun (staging_trial.cpp says STAGE_MEASURED while one measures; BLAKE3's own join has none). */

@@ -3,6 +3,7 @@
 #ifndef RINGSUM_RING_H
 #define RINGSUM_RING_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <liburing.h>
@@ -48,20 +49,41 @@ struct window {
 	bool grown_first;		/* by the first period alone */
 };
 
+/* One input's bytes to hash: a small file whole, its own hasher, so any order. */
+struct hash_job {
+	blake3_hasher *hasher;
+	const void *data;
+	size_t len;
+};
+
+/* Whole small files hashed side by side, a file a thread (side_pool.c): helpers started when first needed. */
+struct side_pool {
+	bool started;			/* side_pool_start() ran */
+	unsigned helpers;		/* threads it started: 0 on one core */
+	pthread_t *threads;
+	const struct hash_job *_Atomic jobs;	/* the batch's, written while the cursor is closed */
+	_Atomic size_t nr_jobs;
+	_Atomic uint64_t cursor;	/* the batch's number (high 32 bits) and its next job (low; closed: all ones) */
+	_Atomic uint32_t batch;		/* the helpers' futex: the batch published last */
+	_Atomic size_t done;		/* jobs of the batch hashed */
+	_Atomic uint32_t consumer_waiting;	/* the consumer's futex, asleep until done */
+	_Atomic bool stopping;
+};
+
 /*
  * Whether the ring's small files go side by side, measured (ring_consume.c):
  * periods of small files hashed side by side and one by one, in turn.
  */
 #define SIDE_TRIAL_PAIRS 8
-/* Small files' bytes hashed one by one before the library is loaded and side by side tried (ring_consume.c) */
+/* Small files' bytes hashed one by one before the helpers start and side by side is tried (ring_consume.c) */
 #define SIDE_LOAD_AFTER (8ull << 20)
-/* ... loaded at once for more files than this named: 8 MiB of 64 KiB files */
+/* ... started at once for more files than this named: 8 MiB of 64 KiB files */
 #define SIDE_LOAD_FILES 128
 
 struct side_trial {
 	bool measured;			/* still measuring: uring_b3sum, hashing when behind */
 	bool side;			/* this period's way, or the winner's */
-	bool library_asked;		/* parallel_hash.so loaded for it */
+	bool helpers_asked;		/* side_pool_start() ran for it */
 	uint64_t bytes_before;		/* small files' bytes hashed one by one before */
 	unsigned periods;		/* ended so far */
 	unsigned files;			/* small files hashed this period */
@@ -152,6 +174,7 @@ struct ring {
 	struct side_trial side_trial;	/* the consumer's (ring_consume.c) */
 	unsigned hashed_ahead;		/* cells from the consumer head on hashed side by side already */
 	struct hash_job *hash_jobs;	/* hash_side_by_side()'s (ring_consume.c), one per cell */
+	struct side_pool side_pool;	/* the consumer's, for them (side_pool.c) */
 	unsigned consumer_input;	/* files finished so far */
 	unsigned failed_inputs;
 	blake3_hasher base_hasher;	/* every input's hasher starts as a copy: plain, keyed or derive-key */
@@ -207,6 +230,13 @@ void ring_window_start(struct ring *r);
 void ring_say_window(const struct ring *r);
 void ring_side_trial_start(struct ring *r, int named_files);
 void ring_say_side_trial(const struct ring *r);
+
+/* side_pool.c: whole small files side by side, on the consumer's thread and helpers of plain C */
+/* Helpers for a pool hashing on up to cores threads, once; as many as start (none: the consumer alone). */
+void side_pool_start(struct side_pool *p, unsigned cores);
+/* The jobs hashed on the consumer's thread and the helpers', returning once all are. */
+void side_pool_hash(struct side_pool *p, const struct hash_job *jobs, size_t n);
+void side_pool_stop(struct side_pool *p);
 
 static inline struct cell *cell_of(struct ring *r, uint64_t block)
 {

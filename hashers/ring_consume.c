@@ -87,23 +87,22 @@ static void unmap_side(struct ring *r, unsigned cells, bool lost)
 
 /*
  * Small files side by side keep the cores busy when the hashing is behind
- * the reads, and cost when it is not: after each batch TBB's workers spin,
- * and the producer, opening and copying file after file, loses its core to
- * them. The cached 16,384 x 64 KiB tree on the Zen 5's two cores took 0.91-0.95
- * of the time one by one with AVX-512, 1.11 with AVX2 and 1.52 with SSE4.1
- * (docs/cold-path/mapped-side-zen5-run/races.log), and the time the hashing
+ * the reads, and cost when it is not: the helpers take the producer's core
+ * while it opens and copies file after file. The cached 16,384 x 64 KiB tree
+ * on the Zen 5's two cores took 0.91-0.95 of the time one by one with
+ * AVX-512, 1.11 with AVX2 and 1.52 with SSE4.1 (with TBB's workers:
+ * docs/cold-path/mapped-side-zen5-run/races.log), and the time the hashing
  * waited for the reads did not tell them apart. So uring_b3sum measures it:
  * periods of SIDE_PERIOD_FILES small files one by one and side by side in
  * turn, in pairs whose order turns each pair, and the median pair's faster
  * way takes the rest.
  *
- * Side by side needs parallel_hash.so and TBB's threads: 1.2-2 ms a run on
- * the Zen 5, which a run of a few small files never wins back. So the first
- * side_load_after bytes of small files go one by one; then the library is
- * loaded and the trial begins. Deferred so, 2 to 128 cached files of 64 KiB
- * took 0.45-0.84 of the time, and runs that load it 0.1-0.4 ms more (the load
- * beside the producer's thread). Loaded on a thread of its own instead, the
- * runs that load it cost more (docs/cold-path/side-load-zen5).
+ * A run of a few small files never wins back a trial, so the first
+ * side_load_after bytes go one by one; then the helpers start (side_pool.c)
+ * and the trial begins. With TBB that made 2 to 128 cached files of 64 KiB
+ * take 0.45-0.84 of the time (docs/cold-path/side-load-zen5); with the
+ * helpers, near a tie: 32 named took 0.95 of the time, 128 named 1.03, a
+ * list of 512 0.99 (docs/cold-path/side-pool-zen5/rules.log).
  */
 #define SIDE_PERIOD_FILES 64
 
@@ -115,9 +114,10 @@ static bool side_trial_applies(const struct ring *r)
 
 /*
  * Before the producer's thread: more than SIDE_LOAD_FILES files named (a run
- * of xargs), the library is loaded now, as the run is likely to pass
- * side_load_after anyway and the load beside that thread took 0.7-1.1 ms,
- * against 0.5 ms here (docs/cold-path/side-load-zen5).
+ * of xargs), the helpers start now and the trial with the first file, as the
+ * run is likely to pass side_load_after anyway: xargs's runs of 2,047 and
+ * of 512 files took 0.96 and 0.97 of the time they took with the helpers
+ * started after 8 MiB (docs/cold-path/side-pool-zen5/rules.log).
  */
 void ring_side_trial_start(struct ring *r, int named_files)
 {
@@ -126,10 +126,10 @@ void ring_side_trial_start(struct ring *r, int named_files)
 	memset(t, 0, sizeof(*t));
 	t->measured = side_trial_applies(r);
 	if (t->measured && named_files > SIDE_LOAD_FILES) {
-		hash_load();
-		t->library_asked = true;
+		side_pool_start(&r->side_pool, r->cfg->hash_threads);
+		t->helpers_asked = true;
 	}
-	t->side = !t->measured || t->library_asked;
+	t->side = !t->measured || t->helpers_asked;
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -148,11 +148,11 @@ static void side_trial_tick(struct ring *r, uint64_t bytes)
 
 	if (!t->measured)
 		return;
-	if (!t->library_asked) {
+	if (!t->helpers_asked) {
 		t->bytes_before += bytes;
 		if (t->bytes_before >= r->cfg->side_load_after) {
-			t->library_asked = true;
-			hash_load();	/* before the first period: its millisecond in one tipped a trial */
+			t->helpers_asked = true;
+			side_pool_start(&r->side_pool, r->cfg->hash_threads);	/* before the first period */
 		}
 		return;
 	}
@@ -237,7 +237,8 @@ static unsigned hash_side_by_side(struct ring *r)
 		fault_lag_hash();
 	if (mapped)
 		input_guard_mappings();
-	hash_jobs_parallel(r->hash_jobs, files, mapped ? STAGE_IN_PLACE : r->cfg->ring_staging);
+	side_pool_start(&r->side_pool, r->cfg->hash_threads);
+	side_pool_hash(&r->side_pool, r->hash_jobs, files);
 	lost = mapped && input_unguard_mappings();
 	unmap_side(r, run, lost);
 	for (unsigned i = 0; i < run; i++) {
@@ -430,7 +431,7 @@ void ring_say_side_trial(const struct ring *r)
 
 	if (!side_trial_applies(r))
 		return;
-	if (!t->library_asked) {
+	if (!t->helpers_asked) {
 		if (t->bytes_before)
 			fprintf(stderr, "%s: small files one by one: %llu KiB of them, side by side is tried after %llu KiB\n",
 				r->cfg->prog, (unsigned long long)((t->bytes_before + 1023) >> 10),

@@ -181,6 +181,7 @@ void ring_use_huge_pages(struct ring *r)
 
 void ring_teardown(struct ring *r)
 {
+	side_pool_stop(&r->side_pool);
 	fault_slowdown(r->bytes_hashed + r->progress.memory_bytes);
 	if (r->have_uring)
 		io_uring_queue_exit(&r->uring);

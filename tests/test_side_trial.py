@@ -1,6 +1,6 @@
 """The ring's small files side by side or one by one, measured in the process (hashers/ring_consume.c):
 periods of 64 small files each way in turn, 8 pairs, the median pair's faster way taking the rest, once
-8 MiB of them went one by one and parallel_hash.so is loaded. The faults build's sidelag and onelag slow one
+8 MiB of them went one by one and the helper started (hashers/side_pool.c). The faults build's sidelag and onelag slow one
 way down, so the test knows which must win, and its sideload:0 has the trial begin at the first file;
 the timing of a real run is a benchmark's (docs/cold-path/side-trial-zen5-run, side-load-zen5), not a
 test's. The trees are on tmpfs: every file there at once, cached whatever cache drop runs beside."""
@@ -63,17 +63,32 @@ def test_too_few_small_files_keep_them_side_by_side() -> None:
         assert line == "uring_b3sum: small files side by side: too few to measure (4 periods of 16)", line
 
 
-def test_a_few_small_files_go_one_by_one_and_load_nothing() -> None:
-    """Under 8 MiB of small files the run never loads parallel_hash.so (nor TBB): a millisecond and
-    more that side by side would not win back (docs/cold-path/side-load-zen5)."""
+def threads_and_libraries(argv: list[str]) -> tuple[int, bool]:
+    """How many threads the run started, and whether it loaded parallel_hash.so or TBB (strace)."""
+    traced = subprocess.run(["strace", "-f", "-e", "trace=openat,clone3,clone", *argv], capture_output=True,
+                            text=True, timeout=120)
+    assert traced.returncode == 0, traced.stderr[-2000:]
+    return (len(re.findall(r"^(?:\[pid +\d+\] )?clone3?\(", traced.stderr, re.MULTILINE)),
+            "parallel_hash.so" in traced.stderr or "libtbb" in traced.stderr)
+
+
+def test_a_few_small_files_go_one_by_one_and_start_nothing() -> None:
+    """Under 8 MiB of small files the run starts no helper for side by side, only the producer's
+    thread: a trial that a run of a few small files would not win back (docs/cold-path/side-pool-zen5)."""
     for tree in small_tree(300):   # 300 files of 16-32 KiB: 7.1 MiB
         line = hash_tree(BIN_DIR / "uring_b3sum", tree)
         size = sum(p.stat().st_size for p in tree.iterdir())
         assert line == (f"uring_b3sum: small files one by one: {(size + 1023) >> 10} KiB of them, side by side is tried "
                         "after 8192 KiB"), line
-        traced = subprocess.run(["strace", "-f", "-e", "trace=openat", str(BIN_DIR / "uring_b3sum"), "-r", str(tree)],
-                                capture_output=True, text=True, timeout=120)
-        assert traced.returncode == 0 and "parallel_hash.so" not in traced.stderr and "libtbb" not in traced.stderr
+        assert threads_and_libraries([str(BIN_DIR / "uring_b3sum"), "-r", str(tree)]) == (1, False)
+
+
+def test_side_by_side_loads_neither_tbb_nor_libstdcxx(tree: Path) -> None:
+    """Past 8 MiB the trial runs on one helper thread of plain C (hashers/side_pool.c) beside the
+    producer's: TBB, libstdc++ and their relocation cost a run of 512 files a quarter of its time."""
+    line = hash_tree(BIN_DIR / "uring_b3sum", tree)
+    assert re.search(r": small files side by side: too few to measure \(\d+ periods|measured here", line), line
+    assert threads_and_libraries([str(BIN_DIR / "uring_b3sum"), "-r", str(tree)]) == (2, False)
 
 
 @pytest.mark.parametrize("option", ["--serial-hash", "--parallel-hash"])
@@ -81,18 +96,14 @@ def test_a_given_hashing_has_no_trial(tree: Path, option: str) -> None:
     assert hash_tree(BIN_DIR / "uring_b3sum", tree, option) == ""
 
 
-def test_more_than_128_files_named_load_it_before_the_run() -> None:
-    """Named on the command line (xargs's runs), more than 128 files load the library before the
-    producer's thread starts, where it costs least; 128 of them, under 8 MiB, never do."""
+def test_more_than_128_files_named_start_the_helper_before_the_run() -> None:
+    """Named on the command line (xargs's runs), more than 128 files start the helper before the
+    producer's thread, and the trial with the first file; 128 of them, under 8 MiB, never do."""
     for tree in small_tree(129):
         files = sorted(str(p) for p in tree.iterdir())
-        for named, loads in ((files, True), (files[:128], False)):
-            traced = subprocess.run(["strace", "-f", "-e", "trace=openat,clone3,clone",
-                                     str(BIN_DIR / "uring_b3sum"), *named], capture_output=True, text=True, timeout=60)
-            assert traced.returncode == 0 and len(traced.stdout.splitlines()) == len(named)
-            events = [m[0] for m in re.finditer(r"parallel_hash\.so|clone3?\(", traced.stderr)]
-            assert (events[:1] == ["parallel_hash.so"]) == loads and ("parallel_hash.so" in events) == loads, events
-        # loaded first, the trial measures from the first file, and --verbose says how far it got
+        for named, threads in ((files, 2), (files[:128], 1)):
+            assert threads_and_libraries([str(BIN_DIR / "uring_b3sum"), *named]) == (threads, False)
+        # started first, the trial measures from the first file, and --verbose says how far it got
         said = subprocess.run([str(BIN_DIR / "uring_b3sum"), "--verbose", *files], capture_output=True, text=True,
                               timeout=60)
         assert said.returncode == 0 and len(said.stdout.splitlines()) == len(files)
