@@ -232,11 +232,17 @@ void ring_side_trial_start(struct ring *r, int named_files);
 void ring_say_side_trial(const struct ring *r);
 
 /* side_pool.c: whole small files side by side, on the consumer's thread and helpers of plain C */
-/* Helpers for a pool hashing on up to cores threads, once; as many as start (none: the consumer alone). */
-void side_pool_start(struct side_pool *p, unsigned cores);
+/* Helpers for a pool hashing on up to threads threads, once; as many as start (none: the consumer alone). */
+void side_pool_start(struct side_pool *p, unsigned threads);
 /* The jobs hashed on the consumer's thread and the helpers', returning once all are. */
 void side_pool_hash(struct side_pool *p, const struct hash_job *jobs, size_t n);
 void side_pool_stop(struct side_pool *p);
+
+/* Threads hashing small files side by side: the cores, but no more than a batch's files (a cell each) */
+static inline unsigned side_threads(const struct ring *r)
+{
+	return r->cfg->hash_threads < r->cfg->nr_cells ? r->cfg->hash_threads : r->cfg->nr_cells;
+}
 
 static inline struct cell *cell_of(struct ring *r, uint64_t block)
 {

@@ -126,7 +126,7 @@ void ring_side_trial_start(struct ring *r, int named_files)
 	memset(t, 0, sizeof(*t));
 	t->measured = side_trial_applies(r);
 	if (t->measured && named_files > SIDE_LOAD_FILES) {
-		side_pool_start(&r->side_pool, r->cfg->hash_threads);
+		side_pool_start(&r->side_pool, side_threads(r));
 		t->helpers_asked = true;
 	}
 	t->side = !t->measured || t->helpers_asked;
@@ -152,7 +152,7 @@ static void side_trial_tick(struct ring *r, uint64_t bytes)
 		t->bytes_before += bytes;
 		if (t->bytes_before >= r->cfg->side_load_after) {
 			t->helpers_asked = true;
-			side_pool_start(&r->side_pool, r->cfg->hash_threads);	/* before the first period */
+			side_pool_start(&r->side_pool, side_threads(r));	/* before the first period */
 		}
 		return;
 	}
@@ -237,7 +237,7 @@ static unsigned hash_side_by_side(struct ring *r)
 		fault_lag_hash();
 	if (mapped)
 		input_guard_mappings();
-	side_pool_start(&r->side_pool, r->cfg->hash_threads);
+	side_pool_start(&r->side_pool, side_threads(r));
 	side_pool_hash(&r->side_pool, r->hash_jobs, files);
 	lost = mapped && input_unguard_mappings();
 	unmap_side(r, run, lost);

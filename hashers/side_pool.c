@@ -96,9 +96,9 @@ static void *helper(void *arg)
 	}
 }
 
-void side_pool_start(struct side_pool *p, unsigned cores)
+void side_pool_start(struct side_pool *p, unsigned threads)
 {
-	unsigned want = cores > 1 ? cores - 1 : 0;
+	unsigned want = threads > 1 ? threads - 1 : 0;
 
 	if (p->started)
 		return;

@@ -108,3 +108,16 @@ def test_more_than_128_files_named_start_the_helper_before_the_run() -> None:
                               timeout=60)
         assert said.returncode == 0 and len(said.stdout.splitlines()) == len(files)
         assert "uring_b3sum: small files side by side: too few to measure (2 periods of 16)" in said.stderr.splitlines()
+
+
+def test_no_more_helpers_than_a_batch_has_files() -> None:
+    """A batch is the run of cells holding whole files: with one buffer there is never a second file
+    beside the first, so no helper starts, however many cores."""
+    for tree in small_tree(129):
+        files = sorted(str(p) for p in tree.iterdir())
+        binary = str(BIN_DIR / "uring_b3sum")
+        assert threads_and_libraries([binary, "-q", "1", "-n", "1", *files]) == (1, False)
+        assert threads_and_libraries([binary, "-q", "1", "-n", "2", *files]) == (2, False)
+        hashed = subprocess.run([binary, "-q", "1", "-n", "1", *files], capture_output=True, text=True, timeout=60)
+        expected = subprocess.run([str(B3SUM), *files], capture_output=True, text=True, check=True).stdout
+        assert hashed.returncode == 0 and hashed.stdout == expected
