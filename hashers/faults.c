@@ -25,8 +25,8 @@
  * inplacelag:US and prefetchlag:US wait before each task of a mapped file (or half of one),
  * and each ring block (or half), hashed with that staging, so a test can make either lose a
  * staging trial; sidelag:US and onelag:US before each small file of the ring hashed side by
- * side or one by one, so that either loses the trial of the two (ring_consume.c); sideload:B
- * tries side by side after B bytes of small files, not SIDE_LOAD_AFTER (0: from the first).
+ * side or one by one, so that either loses the trial of the two (ring_consume.c); sidetrial:B
+ * tries side by side after B bytes of small files, not SIDE_TRIAL_AFTER (0: from the first).
  * Without the variable, a file `ringsum-faults` beside the binary holds the spec: one run can
  * then time several injected builds side by side (harness/check/power.py).
  */
@@ -110,8 +110,8 @@ void faults_setup(struct ring_config *cfg, struct progress *progress)
 			side_lag_us = n;
 		else if (!strcmp(name, "onelag") && n < 1000000)
 			one_lag_us = n;
-		else if (!strcmp(name, "sideload"))
-			cfg->side_load_after = n;
+		else if (!strcmp(name, "sidetrial"))
+			cfg->side_trial_after = n;
 		spec += used + (spec[used] == ',');
 	}
 	if (staging_lag_us[STAGE_IN_PLACE] || staging_lag_us[STAGE_PREFETCH])

@@ -76,9 +76,9 @@ struct side_pool {
  */
 #define SIDE_TRIAL_PAIRS 8
 /* Small files' bytes hashed one by one before the helpers start and side by side is tried (ring_consume.c) */
-#define SIDE_LOAD_AFTER (8ull << 20)
+#define SIDE_TRIAL_AFTER (8ull << 20)
 /* ... started at once for more files than this named: 8 MiB of 64 KiB files */
-#define SIDE_LOAD_FILES 128
+#define SIDE_TRIAL_FILES 128
 
 struct side_trial {
 	bool measured;			/* still measuring: uring_b3sum, hashing when behind */
@@ -112,7 +112,7 @@ struct ring_config {
 	unsigned hash_threads;		/* the most a block can be hashed on: the usable cores, --num-threads */
 	bool adapts_window;		/* the window follows the reads and the hashing (ring_consume.c) */
 	bool consumer_spins;		/* for the next cell before it sleeps (ring_wake.c) */
-	uint64_t side_load_after;	/* small files' bytes one by one before side by side is tried (ring_consume.c) */
+	uint64_t side_trial_after;	/* small files' bytes one by one before side by side is tried (ring_consume.c) */
 	bool depth_grows;		/* the queue depth and the buffers in use grow once (ring.c) */
 	unsigned first_cells;		/* the buffers in use until then: nr_cells, or half of them */
 	bool direct_when_cold;		/* O_DIRECT for the files that are not in the page cache */

@@ -98,7 +98,7 @@ static void unmap_side(struct ring *r, unsigned cells, bool lost)
  * way takes the rest.
  *
  * A run of a few small files never wins back a trial, so the first
- * side_load_after bytes go one by one; then the helpers start (side_pool.c)
+ * side_trial_after bytes go one by one; then the helpers start (side_pool.c)
  * and the trial begins. With TBB that made 2 to 128 cached files of 64 KiB
  * take 0.45-0.84 of the time (docs/cold-path/side-load-zen5); with the
  * helpers, near a tie: 32 named took 0.95 of the time, 128 named 1.03, a
@@ -113,9 +113,9 @@ static bool side_trial_applies(const struct ring *r)
 }
 
 /*
- * Before the producer's thread: more than SIDE_LOAD_FILES files named (a run
+ * Before the producer's thread: more than SIDE_TRIAL_FILES files named (a run
  * of xargs), the helpers start now and the trial with the first file, as the
- * run is likely to pass side_load_after anyway: xargs's runs of 2,047 and
+ * run is likely to pass side_trial_after anyway: xargs's runs of 2,047 and
  * of 512 files took 0.96 and 0.97 of the time they took with the helpers
  * started after 8 MiB (docs/cold-path/side-pool-zen5/rules.log).
  */
@@ -125,7 +125,7 @@ void ring_side_trial_start(struct ring *r, int named_files)
 
 	memset(t, 0, sizeof(*t));
 	t->measured = side_trial_applies(r);
-	if (t->measured && named_files > SIDE_LOAD_FILES) {
+	if (t->measured && named_files > SIDE_TRIAL_FILES) {
 		side_pool_start(&r->side_pool, side_threads(r));
 		t->helpers_asked = true;
 	}
@@ -150,7 +150,7 @@ static void side_trial_tick(struct ring *r, uint64_t bytes)
 		return;
 	if (!t->helpers_asked) {
 		t->bytes_before += bytes;
-		if (t->bytes_before >= r->cfg->side_load_after) {
+		if (t->bytes_before >= r->cfg->side_trial_after) {
 			t->helpers_asked = true;
 			side_pool_start(&r->side_pool, side_threads(r));	/* before the first period */
 		}
@@ -435,7 +435,7 @@ void ring_say_side_trial(const struct ring *r)
 		if (t->bytes_before)
 			fprintf(stderr, "%s: small files one by one: %llu KiB of them, side by side is tried after %llu KiB\n",
 				r->cfg->prog, (unsigned long long)((t->bytes_before + 1023) >> 10),
-				(unsigned long long)(r->cfg->side_load_after >> 10));
+				(unsigned long long)(r->cfg->side_trial_after >> 10));
 		return;
 	}
 	if (!t->periods)

@@ -88,7 +88,7 @@ static void configure(struct ring_config *cfg, const struct options *opts, const
 		       HASH_WHEN_BEHIND : HASH_SERIAL;
 	cfg->adapts_window = v->adapts_window && v->uses_uring;
 	cfg->consumer_spins = v->consumer_spins && v->uses_eventfd;
-	cfg->side_load_after = SIDE_LOAD_AFTER;
+	cfg->side_trial_after = SIDE_TRIAL_AFTER;
 	cfg->depth_grows = opts->depth_grows && cfg->adapts_window && cfg->nr_cells >= 2 * cfg->knobs.queue_depth;
 	cfg->first_cells = cfg->depth_grows ? cfg->nr_cells / 2 : cfg->nr_cells;
 	cfg->staging = staging_of(&cfg->knobs);

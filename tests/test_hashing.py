@@ -159,9 +159,9 @@ def test_small_files_ahead_of_one_core_are_hashed_side_by_side(small_files: list
     """hashlag:20: each file waits 20 ms before it is hashed, while the producer reads the next ones
     from tmpfs in microseconds, so after the first few every cell is available: the run of whole
     small files is hashed side by side (each file's bytes counted as hashed on every core), and the
-    hashes and their order are b3sum's (hash_with checks). sideload:0: tried from the first file, not
+    hashes and their order are b3sum's (hash_with checks). sidetrial:0: tried from the first file, not
     after 8 MiB of them."""
-    lines = hash_with(small_argv(small_files), tmp_path / "e.jsonl", "hashlag:20,sideload:0")
+    lines = hash_with(small_argv(small_files), tmp_path / "e.jsonl", "hashlag:20,sidetrial:0")
     assert [line["index"] for line in lines] == list(range(24))
     assert all(line["ring_bytes"] == 64 << 10 and line["hashing"] == "when-behind" for line in lines)
     side_by_side = [line["parallel_bytes"] == 64 << 10 for line in lines]

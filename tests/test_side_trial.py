@@ -1,7 +1,7 @@
 """The ring's small files side by side or one by one, measured in the process (hashers/ring_consume.c):
 periods of 64 small files each way in turn, 8 pairs, the median pair's faster way taking the rest, once
 8 MiB of them went one by one and the helper started (hashers/side_pool.c). The faults build's sidelag and onelag slow one
-way down, so the test knows which must win, and its sideload:0 has the trial begin at the first file;
+way down, so the test knows which must win, and its sidetrial:0 has the trial begin at the first file;
 the timing of a real run is a benchmark's (docs/cold-path/side-trial-zen5-run, side-load-zen5), not a
 test's. The trees are on tmpfs: every file there at once, cached whatever cache drop runs beside."""
 
@@ -50,7 +50,7 @@ def hash_tree(binary: Path, tree: Path, *options: str, faults: str = "") -> str:
 @pytest.mark.parametrize("faults, way", [("sidelag:300", "one by one"), ("onelag:300", "side by side")])
 def test_the_slower_way_loses(tree: Path, faults: str, way: str) -> None:
     """300 us before each small file hashed one way: that way takes 0.3 s a period more than the other."""
-    line = hash_tree(FAULTS_BIN / "uring_b3sum", tree, faults=f"{faults},sideload:0")
+    line = hash_tree(FAULTS_BIN / "uring_b3sum", tree, faults=f"{faults},sidetrial:0")
     m = re.fullmatch(r"uring_b3sum: small files (side by side|one by one), measured here: side by side / one by "
                      r"one ([0-9.]+), the median of 8 pairs of periods of 64 files", line)
     assert m, line
@@ -59,7 +59,7 @@ def test_the_slower_way_loses(tree: Path, faults: str, way: str) -> None:
 
 def test_too_few_small_files_keep_them_side_by_side() -> None:
     for tree in small_tree(300):
-        line = hash_tree(FAULTS_BIN / "uring_b3sum", tree, faults="sideload:0")
+        line = hash_tree(FAULTS_BIN / "uring_b3sum", tree, faults="sidetrial:0")
         assert line == "uring_b3sum: small files side by side: too few to measure (4 periods of 16)", line
 
 
