@@ -64,7 +64,7 @@ struct side_pool {
 	const struct hash_job *_Atomic jobs;	/* the batch's, written while the cursor is closed */
 	_Atomic size_t nr_jobs;
 	_Atomic uint64_t cursor;	/* the batch's number (high 32 bits) and its next job (low; closed: all ones) */
-	_Atomic uint32_t batch;		/* the helpers' futex: the batch published last */
+	_Atomic uint32_t batch;		/* the helpers' futex: the batch published last, or the stop */
 	_Atomic size_t done;		/* jobs of the batch hashed */
 	_Atomic uint32_t consumer_waiting;	/* the consumer's futex, asleep until done */
 	_Atomic bool stopping;

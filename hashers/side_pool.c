@@ -42,6 +42,13 @@ static void futex_wake(_Atomic uint32_t *word, int waiters)
 	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, waiters, NULL, NULL, 0);
 }
 
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -56,7 +63,8 @@ static bool claim(struct side_pool *p, uint32_t batch, size_t *job, size_t *n)
 	uint64_t cursor = atomic_load(&p->cursor);
 
 	do {
-		*n = atomic_load_explicit(&p->nr_jobs, memory_order_relaxed);
+		/* acquire: a count written for the next batch comes with its closed cursor, and the swap fails */
+		*n = atomic_load_explicit(&p->nr_jobs, memory_order_acquire);
 		if ((uint32_t)(cursor >> 32) != batch || (cursor & UINT32_MAX) >= *n)
 			return false;
 	} while (!atomic_compare_exchange_weak(&p->cursor, &cursor, cursor + 1));
@@ -69,7 +77,7 @@ static void hash_jobs(struct side_pool *p, uint32_t batch)
 	size_t i, n;
 
 	while (claim(p, batch, &i, &n)) {
-		const struct hash_job *job = &atomic_load_explicit(&p->jobs, memory_order_relaxed)[i];
+		const struct hash_job *job = &atomic_load_explicit(&p->jobs, memory_order_acquire)[i];
 
 		blake3_hasher_update(job->hasher, job->data, job->len);
 		if (atomic_fetch_add(&p->done, 1) + 1 == n && atomic_exchange(&p->consumer_waiting, 0))
@@ -116,8 +124,8 @@ void side_pool_hash(struct side_pool *p, const struct hash_job *jobs, size_t n)
 	uint64_t until;
 
 	atomic_store(&p->cursor, (uint64_t)batch << 32 | CURSOR_CLOSED);
-	atomic_store_explicit(&p->jobs, jobs, memory_order_relaxed);
-	atomic_store_explicit(&p->nr_jobs, n, memory_order_relaxed);
+	atomic_store_explicit(&p->jobs, jobs, memory_order_release);
+	atomic_store_explicit(&p->nr_jobs, n, memory_order_release);
 	atomic_store(&p->done, 0);
 	atomic_store(&p->cursor, (uint64_t)batch << 32);
 	atomic_store(&p->batch, batch);
@@ -126,7 +134,7 @@ void side_pool_hash(struct side_pool *p, const struct hash_job *jobs, size_t n)
 	hash_jobs(p, batch);
 	until = now_ns() + DONE_SPIN_NS;
 	while (atomic_load(&p->done) < n && now_ns() < until)
-		__builtin_ia32_pause();
+		cpu_relax();
 	while (atomic_load(&p->done) < n) {
 		atomic_store(&p->consumer_waiting, 1);
 		if (atomic_load(&p->done) < n)
