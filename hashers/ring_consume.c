@@ -88,14 +88,14 @@ static void unmap_side(struct ring *r, unsigned cells, bool lost)
 /*
  * Small files side by side keep the cores busy when the hashing is behind
  * the reads, and cost when it is not: the helpers take the producer's core
- * while it opens and copies file after file. The cached 16,384 x 64 KiB tree
- * on the Zen 5's two cores took 0.91-0.95 of the time one by one with
- * AVX-512, 1.11 with AVX2 and 1.52 with SSE4.1 (with TBB's workers:
- * docs/cold-path/mapped-side-zen5-run/races.log), and the time the hashing
- * waited for the reads did not tell them apart. So uring_b3sum measures it:
- * periods of SIDE_PERIOD_FILES small files one by one and side by side in
- * turn, in pairs whose order turns each pair, and the median pair's faster
- * way takes the rest.
+ * while it opens and copies file after file. On the Zen 5's two cores the
+ * cached 16,384 x 64 KiB tree one by one took 1.00 of the time with AVX-512
+ * and 1.18 with AVX2 (--serial-hash, docs/cold-path/side-pool-zen5; with
+ * TBB's workers 0.91-0.95, 1.11, and 1.52 with SSE4.1: mapped-side-zen5-run),
+ * and the time the hashing waited for the reads did not tell them apart.
+ * So uring_b3sum measures it: periods of SIDE_PERIOD_FILES small files one
+ * by one and side by side in turn, in pairs whose order turns each pair, and
+ * the median pair's faster way takes the rest.
  *
  * A run of a few small files never wins back a trial, so the first
  * side_trial_after bytes go one by one; then the helpers start (side_pool.c)
