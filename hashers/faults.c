@@ -57,13 +57,11 @@ static const char *fault_spec(char *buf, size_t size)
 {
 	const char *spec = getenv("RINGSUM_FAULTS");
 	char exe[4096];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 32);
 	FILE *f;
 
-	if (spec || len <= 0)
+	if (spec || program_dir(exe, sizeof(exe) - 32))
 		return spec;
-	exe[len] = '\0';
-	strcpy(strrchr(exe, '/') + 1, "ringsum-faults");
+	strcat(exe, "/ringsum-faults");
 	f = fopen(exe, "re");
 	if (!f)
 		return NULL;

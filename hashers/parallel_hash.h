@@ -50,8 +50,8 @@ void hash_mapped(blake3_hasher *hasher, const void *data, size_t len, size_t sta
 		 size_t release) PARALLEL_HASH_NOEXCEPT;
 /* --num-threads: no more hashing threads than this. */
 void hash_limit_threads(size_t threads) PARALLEL_HASH_NOEXCEPT;
-/* parallel_load.c's: the library loaded now, not at the first hash that needs it. */
-void hash_load(void) PARALLEL_HASH_NOEXCEPT;
+/* parallel_load.c's: the directory the running program is in (its /proc/self/exe), in dir; 0 or -errno. */
+int program_dir(char *dir, size_t size) PARALLEL_HASH_NOEXCEPT;
 /* How many threads a parallel hash can run on: the cores this process may use, under --num-threads
  * (parallel_load.c's, TBB not started). */
 size_t hash_max_threads(void) PARALLEL_HASH_NOEXCEPT;

@@ -39,20 +39,31 @@ static size_t thread_limit;			/* --num-threads, for the library once loaded; 0: 
 static void (*task_hook)(enum staging, size_t);	/* the faults build's, likewise */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+int program_dir(char *dir, size_t size)
+{
+	ssize_t len = readlink("/proc/self/exe", dir, size - 1);
+
+	if (len < 0)
+		return -errno;
+	if (!len || (size_t)len >= size - 1 || dir[0] != '/')
+		return -ENAMETOOLONG;	/* cut short, or not a path */
+	dir[len] = '\0';
+	*strrchr(dir, '/') = '\0';
+	return 0;
+}
+
 /* The programs' tree: bin/ beside lib/ringsum/ (the build, make install), or, for the package's comparison programs, in it. */
 static void *open_beside_programs(char *error, size_t size)
 {
 	static const char *const places[] = { "/../lib/ringsum/" LIBRARY, "/../" LIBRARY };
 	char exe[PATH_MAX], path[PATH_MAX + 64];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int err = program_dir(exe, sizeof(exe));
 	void *handle;
 
-	if (len <= 0) {
-		snprintf(error, size, "/proc/self/exe: %s", strerror(errno));
+	if (err) {
+		snprintf(error, size, "/proc/self/exe: %s", strerror(-err));
 		return NULL;
 	}
-	exe[len] = '\0';
-	*strrchr(exe, '/') = '\0';
 	for (size_t i = 0; i < sizeof(places) / sizeof(places[0]); i++) {
 		snprintf(path, sizeof(path), "%s%s", exe, places[i]);
 		if (access(path, F_OK))
@@ -96,11 +107,6 @@ static bool have_library(void)
 {
 	pthread_once(&once, load);
 	return is_loaded();
-}
-
-void hash_load(void)
-{
-	have_library();
 }
 
 void hash_serial(blake3_hasher *hasher, const void *data, size_t len, enum staging how)
