@@ -210,12 +210,11 @@ $(BUILD)/tests/%: tests/helpers/%.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -Wall -Wextra $< -o $@
 # hashers/side_pool.c alone, against a stand-in for BLAKE3 (tests/test_side_pool.py), plain and under TSan
-$(BUILD)/tests/side_pool_stress: tests/helpers/side_pool_stress.c hashers/side_pool.c $(HEADERS) | $(BLAKE3)/blake3.h
+$(BUILD)/tests/side_pool_stress_tsan: STRESS_FLAGS := $(FLAGS_tsan)
+$(BUILD)/tests/side_pool_stress $(BUILD)/tests/side_pool_stress_tsan: tests/helpers/side_pool_stress.c hashers/side_pool.c \
+		$(HEADERS) | $(BLAKE3)/blake3.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Ihashers tests/helpers/side_pool_stress.c hashers/side_pool.c -o $@
-$(BUILD)/tests/side_pool_stress_tsan: tests/helpers/side_pool_stress.c hashers/side_pool.c $(HEADERS) | $(BLAKE3)/blake3.h
-	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(FLAGS_tsan) -Ihashers tests/helpers/side_pool_stress.c hashers/side_pool.c -o $@
+	$(CC) $(CFLAGS) $(STRESS_FLAGS) -Ihashers tests/helpers/side_pool_stress.c hashers/side_pool.c -o $@
 
 # --- installing the hashers (GNU conventions: PREFIX, DESTDIR) ---
 # A man page and bash and zsh completions per program, all made from its --help (hashers/options_help.c).

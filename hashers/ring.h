@@ -3,9 +3,13 @@
 #ifndef RINGSUM_RING_H
 #define RINGSUM_RING_H
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 #include <liburing.h>
 
 #include "input.h"
@@ -215,7 +219,6 @@ void ring_fail(struct ring *r, int err);
 void ring_producer_sleep(struct ring *r);
 void ring_consumer_sleep(struct ring *r);
 void ring_say_waits(const struct ring *r);
-uint64_t ring_clock_ns(void);
 void ring_wake_producer(struct ring *r);
 void ring_wake_consumer(struct ring *r);
 
@@ -242,6 +245,34 @@ void side_pool_stop(struct side_pool *p);
 static inline unsigned side_threads(const struct ring *r)
 {
 	return r->cfg->hash_threads < r->cfg->nr_cells ? r->cfg->hash_threads : r->cfg->nr_cells;
+}
+
+/* The time the ring's sides and the side pool measure and spin by */
+static inline uint64_t ring_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleep while *word is seen; wake up to waiters sleeping on it (the consumer's and the side pool's) */
+static inline void futex_wait(_Atomic uint32_t *word, uint32_t seen)
+{
+	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+}
+
+static inline void futex_wake(_Atomic uint32_t *word, int waiters)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, waiters, NULL, NULL, 0);
+}
+
+/* A spinning thread's pause, for the sibling hyperthread and the memory bus */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
 }
 
 static inline struct cell *cell_of(struct ring *r, uint64_t block)

@@ -5,11 +5,8 @@
  * what it waits for), the consumer on a futex, uring_b3sum's after spinning a
  * while; the time it waits is the window's measure (ring_consume.c).
  */
-#include <linux/futex.h>
 #include <sched.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ringsum.h"
@@ -26,7 +23,7 @@ void ring_wake_consumer(struct ring *r)
 {
 	if (atomic_load(&r->consumer_sleeping)) {
 		atomic_fetch_add(&r->consumer_wakeups, 1);
-		syscall(SYS_futex, &r->consumer_wakeups, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+		futex_wake(&r->consumer_wakeups, 1);
 	}
 }
 
@@ -38,14 +35,6 @@ void ring_fail(struct ring *r, int err)
 	ring_wake_consumer(r);
 	if (r->eventfd >= 0)
 		eventfd_write(r->eventfd, 1);
-}
-
-uint64_t ring_clock_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /*
@@ -64,13 +53,6 @@ uint64_t ring_clock_ns(void)
  * counts as awake: the spin's bound is for it.
  */
 #define CONSUMER_SPIN_NS 50000
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
 
 static bool head_ready(struct ring *r)
 {
@@ -113,7 +95,7 @@ void ring_consumer_sleep(struct ring *r)
 		seen = atomic_load(&r->consumer_wakeups);
 		atomic_store(&r->consumer_sleeping, true);
 		if (!head_ready(r))
-			syscall(SYS_futex, &r->consumer_wakeups, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+			futex_wait(&r->consumer_wakeups, seen);
 		atomic_store(&r->consumer_sleeping, false);
 	}
 	if (start)

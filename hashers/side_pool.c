@@ -17,12 +17,8 @@
  * late finds another batch's number there: it takes nothing, so no job is
  * hashed twice. The consumer returns once every job of its batch is done.
  */
-#include <linux/futex.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "ringsum.h"
 
@@ -31,31 +27,6 @@
 /* A helper yields its core this long for the next batch before it sleeps. */
 #define HELPER_YIELD_NS 50000
 #define CURSOR_CLOSED UINT32_MAX
-
-static void futex_wait(_Atomic uint32_t *word, uint32_t seen)
-{
-	syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
-}
-
-static void futex_wake(_Atomic uint32_t *word, int waiters)
-{
-	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, waiters, NULL, NULL, 0);
-}
-
-static void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The next job of this batch, if it has one left, and the batch's size. */
 static bool claim(struct side_pool *p, uint32_t batch, size_t *job, size_t *n)
@@ -91,9 +62,9 @@ static void *helper(void *arg)
 	uint32_t seen = 0, batch;
 
 	for (;;) {
-		uint64_t until = now_ns() + HELPER_YIELD_NS;
+		uint64_t until = ring_clock_ns() + HELPER_YIELD_NS;
 
-		while ((batch = atomic_load(&p->batch)) == seen && now_ns() < until)
+		while ((batch = atomic_load(&p->batch)) == seen && ring_clock_ns() < until)
 			sched_yield();
 		while ((batch = atomic_load(&p->batch)) == seen)
 			futex_wait(&p->batch, seen);
@@ -111,7 +82,6 @@ void side_pool_start(struct side_pool *p, unsigned threads)
 	if (p->started)
 		return;
 	p->started = true;
-	atomic_store(&p->cursor, (uint64_t)CURSOR_CLOSED);
 	if (!want || !(p->threads = calloc(want, sizeof(*p->threads))))
 		return;
 	while (p->helpers < want && !pthread_create(&p->threads[p->helpers], NULL, helper, p))
@@ -132,8 +102,8 @@ void side_pool_hash(struct side_pool *p, const struct hash_job *jobs, size_t n)
 	if (p->helpers && n > 1)
 		futex_wake(&p->batch, (int)(p->helpers < n - 1 ? p->helpers : n - 1));
 	hash_jobs(p, batch);
-	until = now_ns() + DONE_SPIN_NS;
-	while (atomic_load(&p->done) < n && now_ns() < until)
+	until = ring_clock_ns() + DONE_SPIN_NS;
+	while (atomic_load(&p->done) < n && ring_clock_ns() < until)
 		cpu_relax();
 	while (atomic_load(&p->done) < n) {
 		atomic_store(&p->consumer_waiting, 1);
