@@ -137,8 +137,9 @@ static void open_mixed(struct ring *r, struct input *in)
 	in->mixed = true;
 	in->direct = false;
 	atomic_fetch_add(&r->open_files, 1);
-	if (!cachestat_answers(in->fd))
-		posix_fadvise(in->fd, 0, 0, POSIX_FADV_RANDOM);	/* each block probed by reading: range_cached() */
+	in->probe_by_reading = !cachestat_answers(in->fd);
+	if (in->probe_by_reading)	/* asked once, not for every block: range_cached() */
+		posix_fadvise(in->fd, 0, 0, POSIX_FADV_RANDOM);
 }
 
 /* Why a file took its path: an option, what it is, or how much of it the page cache holds (buf: room for a size). */
@@ -321,7 +322,7 @@ void input_open(struct ring *r, struct input *in, unsigned index)
 	in->completions = 0;
 	in->ring_bytes = in->parallel_bytes = 0;
 	in->from_memory = false;
-	in->mixed = false;
+	in->mixed = in->probe_by_reading = false;
 	in->direct_fd = -1;
 	in->cached_blocks = 0;
 	in->mapping = NULL;

@@ -33,6 +33,7 @@ struct input {
 	bool direct;			/* read with O_DIRECT */
 	bool mixed;			/* partly cached: each block from the page cache if all there, else direct_fd */
 	int direct_fd;			/* mixed: the same file opened again with O_DIRECT, or -1 */
+	bool probe_by_reading;		/* mixed: cachestat() refused this reader; each block's pages probed */
 	uint64_t cached_blocks;		/* mixed: the producer's count of blocks read from the page cache */
 	int rw_flags;			/* preadv2()'s flags for its reads: RWF_DONTCACHE or 0 */
 	struct stat st;			/* at open: the file must still match it when done */
@@ -126,7 +127,7 @@ enum cached { CACHED_NONE, CACHED_PART, CACHED_MOSTLY };	/* none, some, three qu
 enum cached cache_state(int fd, uint64_t size);
 bool mostly_cached(int fd, uint64_t size);
 bool cachestat_answers(int fd);
-bool range_cached(int fd, uint64_t offset, uint64_t length);
+bool range_cached(int fd, uint64_t offset, uint64_t length, bool by_reading);
 
 /* input.c: opening a file, choosing its path, and finishing it; called by the ring, never calling it */
 void input_open(struct ring *r, struct input *in, unsigned index);

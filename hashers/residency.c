@@ -124,7 +124,8 @@ bool cachestat_answers(int fd)
 
 /*
  * Every page of [offset, offset + length) in the page cache? The ring's choice
- * for one block of a file partly cached. By cachestat(), or, refused, by
+ * for one block of a file partly cached. By cachestat(), or, refused (the
+ * caller asked once: by_reading), by
  * non-blocking reads of BLOCK_PROBES pages across it, the first miss enough: a
  * file leaves the cache in folios and pieces, not page by page, and a hole
  * between the probes is read through the cache, as is right, only slower.
@@ -132,10 +133,10 @@ bool cachestat_answers(int fd)
  */
 #define BLOCK_PROBES 8
 
-bool range_cached(int fd, uint64_t offset, uint64_t length)
+bool range_cached(int fd, uint64_t offset, uint64_t length, bool by_reading)
 {
 	uint64_t page = sysconf(_SC_PAGESIZE);
-	int64_t found = cachestat_pages(fd, offset, length);
+	int64_t found = by_reading ? -EPERM : cachestat_pages(fd, offset, length);
 
 	if (found >= 0)
 		return (uint64_t)found * page >= length;

@@ -279,7 +279,7 @@ int ring_request(struct ring *r)
 		c->got = 0;
 		c->retries = 0;
 		/* mixed: from the page cache only if every page of the block is there */
-		c->direct = in->mixed && c->want ? !range_cached(in->fd, c->offset, c->want) : in->direct;
+		c->direct = in->mixed && c->want ? !range_cached(in->fd, c->offset, c->want, in->probe_by_reading) : in->direct;
 		in->cached_blocks += in->mixed && !c->direct;
 		c->last = ++r->producer_block == in->nr_blocks;
 		if (c->last) {

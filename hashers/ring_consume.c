@@ -88,10 +88,10 @@ static void unmap_side(struct ring *r, unsigned cells, bool lost)
 /*
  * Small files side by side keep the cores busy when the hashing is behind
  * the reads, and cost when it is not: the helpers take the producer's core
- * while it opens and copies file after file. On the Zen 5's two cores the
- * cached 16,384 x 64 KiB tree one by one took 1.00 of the time with AVX-512
- * and 1.18 with AVX2 (--serial-hash, docs/cold-path/side-pool-zen5; with
- * TBB's workers 0.91-0.95, 1.11, and 1.52 with SSE4.1: mapped-side-zen5-run),
+ * while it opens and copies file after file. On two cores the cached 16,384
+ * x 64 KiB tree one by one took 1.00 of side by side's time on the Zen 5 with
+ * AVX-512, 1.18 with AVX2, 0.97 [0.88, 1.12] on the Zen 3 (AVX2; --serial-hash,
+ * docs/cold-path/side-pool-zen5, forced-zen3.log; TBB's: mapped-side-zen5-run),
  * and the time the hashing waited for the reads did not tell them apart.
  * So uring_b3sum measures it: periods of SIDE_PERIOD_FILES small files one
  * by one and side by side in turn, in pairs whose order turns each pair, and

@@ -96,3 +96,27 @@ def test_a_reader_who_does_not_own_a_partly_cached_file_reads_each_block_from_wh
         with open(shared_file, "rb") as f:   # before b3sum_lines, which reads it all
             assert cached_pages(f.fileno(), 4 * MiB, 4 * MiB) < 64, as_nobody   # the probes' pages only
         assert hashed == b3sum_lines([shared_file])
+
+
+def test_a_reader_refused_by_cachestat_is_not_asked_again_for_every_block(shared_file: Path, tmp_path: Path) -> None:
+    """The refusal is learnt once, when the file is found partly cached: its 1M blocks are probed by
+    reading, with no cachestat() each (syscall 451, which strace 6.1 names by number). The owner, who
+    is answered, asks it for every block."""
+    for searched in (shared_file.parent, data_file(1).parent, data_file(1).parent.parent):
+        if not os.stat(searched).st_mode & 0o001:
+            pytest.skip(f"{searched} is closed to others: nobody could not reach the file")
+    asked = {}
+    for as_nobody in (True, False):
+        shared_file.read_bytes()
+        evict(shared_file, 4 * MiB, 4 * MiB)   # its fifth to eighth 1M blocks (a large folio drops whole)
+        log = tmp_path / f"strace-{as_nobody}.log"
+        argv = ["strace", "-f", "-o", str(log), *(NOBODY if as_nobody else []), str(program(URING_B3SUM)),
+                "--verbose", "--block-size", "1M", str(shared_file)]
+        result = run(argv)
+        assert result.returncode == 0, result.stderr
+        assert b"5 of its 9 blocks read from the page cache, the rest with O_DIRECT" in result.stderr, result.stderr
+        assert result.stdout == b3sum_lines([shared_file])
+        calls = [line for line in log.read_text().splitlines() if "syscall_0x1c3(" in line or "cachestat(" in line]
+        asked[as_nobody] = calls
+    assert all("EPERM" in line for line in asked[True]) and 1 <= len(asked[True]) <= 3, asked[True]
+    assert len(asked[False]) >= 9, asked[False]   # the residency test, then a question a block
