@@ -124,9 +124,9 @@ bool cachestat_answers(int fd)
 
 /*
  * Every page of [offset, offset + length) in the page cache? The ring's choice
- * for one block of a file partly cached. By cachestat(), or, refused (the
- * caller asked once: by_reading), by
- * non-blocking reads of BLOCK_PROBES pages across it, the first miss enough: a
+ * for one block of a file partly cached. By cachestat(), or, where it refused
+ * this reader (by_reading: the caller asked once, input.c), by non-blocking
+ * reads of BLOCK_PROBES pages across it, the first miss enough: a
  * file leaves the cache in folios and pieces, not page by page, and a hole
  * between the probes is read through the cache, as is right, only slower.
  * The caller keeps POSIX_FADV_RANDOM on fd (input.c): a miss reads its page.
