@@ -351,27 +351,33 @@ def command_stats(runs: Any) -> Any:
 
     ok = succeeded(runs)
     identity = ["label", "tool", "variant", "group"] + config_columns(runs) + ["file_size", "cache"]
-    rows = []
-    for label, g in runs.groupby("label", sort=False):
-        good = g[ok.loc[g.index]]
-        wall = good["wall_s"].astype("float64")
-        hashes = g["hash_ok"].dropna()
-        row = {c: g[c].iloc[0] for c in identity}
-        row.update({
-            "n": len(good), "failed": len(g) - len(good), "mismatches": int((hashes == False).sum()),  # noqa: E712
-            "min_s": wall.min(), "median_s": wall.median(), "max_s": wall.max(), "mean_s": wall.mean(),
-            "median_Bps": good["throughput_Bps"].astype("float64").median(),
-            "hash_ok_all": bool(hashes.all()) if len(hashes) else pd.NA,
-            "first_error": str(g[~ok.loc[g.index]]["error"].iloc[0]) if len(good) < len(g) else "",
-        })
-        rows.append(row)
-    stats = pd.DataFrame(rows, columns=identity + ["n", "failed", "mismatches", "min_s", "median_s", "max_s",
-                                                   "mean_s", "median_Bps", "hash_ok_all", "first_error"])
+    labels = runs["label"]
+    # A pass a column over the whole table, grouped by label, not a pass a command: the summaries of
+    # the kept runs are made again by every test run.
+    stats = runs.loc[~labels.duplicated(), identity].reset_index(drop=True)
+    order = pd.Index(stats["label"])
+
+    def per_label(values: Any, how: str) -> Any:
+        return values.groupby(labels[values.index], sort=False).agg(how).reindex(order)
+
+    n = per_label(ok, "sum").astype("int64")
+    good = runs.loc[ok, ["wall_s", "throughput_Bps"]].astype("float64")
+    hashes = runs["hash_ok"]
+    stats["n"] = n.to_numpy()
+    stats["failed"] = (per_label(ok, "size") - n).astype("int64").to_numpy()
+    stats["mismatches"] = per_label((hashes == False).fillna(False), "sum").astype("int64").to_numpy()  # noqa: E712
+    for name, how in (("min_s", "min"), ("median_s", "median"), ("max_s", "max")):
+        stats[name] = per_label(good["wall_s"], how).to_numpy()
+    # Series.mean's own sum, as a command's wall times alone would have it (a grouped mean differs in its last bits)
+    stats["mean_s"] = good["wall_s"].groupby(labels[good.index], sort=False).apply(lambda w: w.mean()).reindex(order).to_numpy()
+    stats["median_Bps"] = per_label(good["throughput_Bps"], "median").to_numpy()
+    judged = per_label(hashes.notna(), "sum")
+    right = per_label((hashes == True).fillna(False), "sum")  # noqa: E712
+    stats["hash_ok_all"] = pd.array([bool(r == j) if j else pd.NA for j, r in zip(judged, right)], dtype="boolean")
+    first_error = runs.loc[~ok, ["label", "error"]].drop_duplicates("label").set_index("label")["error"]
+    stats["first_error"] = [str(first_error[label]) if failed else "" for label, failed in zip(order, stats["failed"])]
     for c in identity:
         stats[c] = stats[c].astype(runs[c].dtype)
-    for c in ("n", "failed", "mismatches"):
-        stats[c] = stats[c].astype("int64")
-    stats["hash_ok_all"] = stats["hash_ok_all"].astype("boolean")
     return stats
 
 

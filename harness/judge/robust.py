@@ -37,7 +37,9 @@ def one_condition(runs: Any, name: str | None = None) -> Any:
     if "condition" not in runs or not len(runs):
         return runs
     name = condition_names(runs)[0] if name is None else name
-    return runs[runs["condition"].fillna("").astype(str) == name]
+    rows = runs["condition"].fillna("").astype(str) == name
+    # a run of one condition is all of it: no copy of every column
+    return runs.copy(deep=False) if rows.all() else runs[rows]
 
 
 def configuration(label: str, condition: str) -> str:

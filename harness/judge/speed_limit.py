@@ -34,7 +34,7 @@ def job_time(runs: Any) -> Any:
 
 def by_round(runs: Any) -> dict[str, RoundTimes]:
     """label -> {round: median job time over the round's successful executions}."""
-    ok = runs[succeeded(runs)]
+    ok = runs.loc[succeeded(runs), ["label", "round", "tool", "fio_runtime_s", "wall_s"]]
     out: dict[str, RoundTimes] = {}
     if not len(ok):
         return out
@@ -56,7 +56,8 @@ def one_file(runs: Any, file: str | None = None) -> Any:
     if not len(runs):
         return runs
     file = file if file is not None else files_by_size(runs)[-1]
-    return runs[runs["file"].astype(str) == file]
+    rows = runs["file"].astype(str) == file
+    return runs.copy(deep=False) if rows.all() else runs[rows]  # one file's run: no copy of every column
 
 
 def workloads(runs: Any) -> list[tuple[str, str]]:
@@ -119,8 +120,9 @@ class SpeedLimit:
 def speed_limit(runs: Any, file: str | None = None) -> SpeedLimit | None:
     """The speed limit of one file (default: the largest); None when no reader succeeded."""
     rows = one_file(runs, file)
+    rows = rows[rows["tool"].isin(READ_TOOLS)]  # few of the rows, before the columns are read
     in_order = ~rows["extra"].fillna("").astype(str).str.contains(FIO_RANDOM, regex=False) if "extra" in rows else True
-    readers = rows[rows["tool"].isin(READ_TOOLS) & (rows["bytes"] == rows["file_size"]).fillna(False).astype(bool) & in_order]
+    readers = rows[(rows["bytes"] == rows["file_size"]).fillna(False).astype(bool) & in_order]
     times = by_round(readers)
     if not times:
         return None
