@@ -5,6 +5,7 @@ read a cached file from the disk. uring_b3sum then samples by non-blocking reads
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
 import tempfile
@@ -113,10 +114,44 @@ def test_a_reader_refused_by_cachestat_is_not_asked_again_for_every_block(shared
         argv = ["strace", "-f", "-o", str(log), *(NOBODY if as_nobody else []), str(program(URING_B3SUM)),
                 "--verbose", "--block-size", "1M", str(shared_file)]
         result = run(argv)
-        assert result.returncode == 0, result.stderr
-        assert b"5 of its 9 blocks read from the page cache, the rest with O_DIRECT" in result.stderr, result.stderr
+        said = f"as nobody: {as_nobody}: {result.stderr.decode(errors='replace')}"
+        assert result.returncode == 0, said
+        assert b"5 of its 9 blocks read from the page cache, the rest with O_DIRECT" in result.stderr, said
         assert result.stdout == b3sum_lines([shared_file])
         calls = [line for line in log.read_text().splitlines() if "syscall_0x1c3(" in line or "cachestat(" in line]
         asked[as_nobody] = calls
     assert all("EPERM" in line for line in asked[True]) and 1 <= len(asked[True]) <= 3, asked[True]
     assert len(asked[False]) >= 9, asked[False]   # the residency test, then a question a block
+
+
+def test_a_probe_that_reads_its_page_itself_is_told_by_the_threads_read_count(shared_file: Path) -> None:
+    """What hashers/residency.c's page_cached() rests on: RWF_NOWAIT on a missing page starts its read
+    before answering EAGAIN, and a read done in time is copied out as a hit; the read itself shows in
+    the thread's ru_inblock, as it is submitted. Every probe of the evicted file moves it, none of the
+    cached file's does."""
+    page = os.sysconf("SC_PAGESIZE")
+    size = shared_file.stat().st_size
+
+    def probes(fd: int) -> list[tuple[bool, bool]]:
+        """(answered with data, read from the device by the probe) for 64 pages across the file."""
+        out, buf = [], bytearray(page)
+        for i in range(64):
+            before = resource.getrusage(resource.RUSAGE_THREAD).ru_inblock
+            try:
+                answered = os.preadv(fd, [buf], (size // 64 * i) & ~(page - 1), os.RWF_NOWAIT) > 0
+            except BlockingIOError:
+                answered = False
+            out.append((answered, resource.getrusage(resource.RUSAGE_THREAD).ru_inblock > before))
+        return out
+
+    fd = os.open(shared_file, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        shared_file.read_bytes()
+        cached = probes(fd)
+        evict(shared_file)
+        evicted = probes(fd)
+    finally:
+        os.close(fd)
+    assert all(answered and not read for answered, read in cached), cached
+    assert all(read for _, read in evicted), evicted
