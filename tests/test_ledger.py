@@ -121,7 +121,7 @@ def test_a_run_of_trees_of_several_sizes_is_a_row_per_size() -> None:
            (("ring", "1G"), ("memory", "16K"))}
     own["defaults"] = mine  # the own best is the fastest of its settings, the defaults among them
     best = min(own, key=lambda label: own[label].median())
-    assert row.defaults_s == pytest.approx(mine.median()) and row.rounds == 21
+    assert row.defaults_s == pytest.approx(mine.median()) and row.rounds == len(mine) >= 11
     assert row.vs_own.median == pytest.approx((mine / own[best]).median())
     assert row.file_size == 768 * (512 << 10)
 
