@@ -82,8 +82,9 @@ static int cached_by_cachestat(int fd, uint64_t size, uint64_t page)
  * RWF_NOWAIT is no question about the cache: on a miss the kernel starts
  * reading the page before it answers EAGAIN, and a read done in between is
  * copied out as if it had been there (filemap_get_pages). Probing a file just
- * evicted on the Zen 3 (add026ac3c38), 4 of 3200 pages answered so, and the
- * probe's own read told all 3200 (tests/test_residency_any_reader.py).
+ * evicted on the Zen 3 (add026ac3c38), by hand, 4 of 3200 pages answered so,
+ * and the probe's own read told all 3200; tests/test_residency_any_reader.py
+ * holds that it does.
  */
 static long thread_reads(void)
 {
