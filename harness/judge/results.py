@@ -332,6 +332,12 @@ def succeeded(runs: Any) -> Any:
     return exit_ok & runs["wall_s"].notna() & hash_not_wrong
 
 
+def rows_where(runs: Any, mask: Any) -> Any:
+    """The rows of the table the mask selects; all of them without a copy of every column (a run of
+    one file or one condition: the judge selects so hundreds of times a summary)."""
+    return runs.copy(deep=False) if mask.all() else runs[mask]
+
+
 def config_columns(runs: Any) -> list[str]:
     """The knobs that tell two configurations of the same tool apart: the runs.csv columns from
     block_size to extra, the hashers' own (whatever knob table the run had) among them."""
@@ -357,7 +363,7 @@ def command_stats(runs: Any) -> Any:
     stats = runs.loc[~labels.duplicated(), identity].reset_index(drop=True)
     order = pd.Index(stats["label"])
 
-    def per_label(values: Any, how: str) -> Any:
+    def per_label(values: Any, how: Any) -> Any:
         return values.groupby(labels[values.index], sort=False).agg(how).reindex(order)
 
     n = per_label(ok, "sum").astype("int64")
@@ -369,7 +375,7 @@ def command_stats(runs: Any) -> Any:
     for name, how in (("min_s", "min"), ("median_s", "median"), ("max_s", "max")):
         stats[name] = per_label(good["wall_s"], how).to_numpy()
     # Series.mean's own sum, as a command's wall times alone would have it (a grouped mean differs in its last bits)
-    stats["mean_s"] = good["wall_s"].groupby(labels[good.index], sort=False).apply(lambda w: w.mean()).reindex(order).to_numpy()
+    stats["mean_s"] = per_label(good["wall_s"], lambda wall: wall.mean()).to_numpy()
     stats["median_Bps"] = per_label(good["throughput_Bps"], "median").to_numpy()
     judged = per_label(hashes.notna(), "sum")
     right = per_label((hashes == True).fillna(False), "sum")  # noqa: E712

@@ -18,6 +18,7 @@ from typing import Any
 
 from harness import stats
 from harness.conditions.spec import AS_IS
+from harness.judge.results import rows_where
 from harness.units import format_rate
 
 RoundTimes = stats.RoundTimes
@@ -37,9 +38,7 @@ def one_condition(runs: Any, name: str | None = None) -> Any:
     if "condition" not in runs or not len(runs):
         return runs
     name = condition_names(runs)[0] if name is None else name
-    rows = runs["condition"].fillna("").astype(str) == name
-    # a run of one condition is all of it: no copy of every column
-    return runs.copy(deep=False) if rows.all() else runs[rows]
+    return rows_where(runs, runs["condition"].fillna("").astype(str) == name)
 
 
 def configuration(label: str, condition: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness import stats
 from harness.catalog.tools import FIO_RANDOM, READ_TOOLS, REFERENCE_HASH, SELF_TIMED, tools_with
-from harness.judge.results import succeeded
+from harness.judge.results import rows_where, succeeded
 from harness.judge.robust import condition_names, one_condition
 from harness.units import format_rate
 
@@ -56,8 +56,7 @@ def one_file(runs: Any, file: str | None = None) -> Any:
     if not len(runs):
         return runs
     file = file if file is not None else files_by_size(runs)[-1]
-    rows = runs["file"].astype(str) == file
-    return runs.copy(deep=False) if rows.all() else runs[rows]  # one file's run: no copy of every column
+    return rows_where(runs, runs["file"].astype(str) == file)
 
 
 def workloads(runs: Any) -> list[tuple[str, str]]:
