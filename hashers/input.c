@@ -265,15 +265,16 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	 * Asking for O_DIRECT is asking for the ring: auto only takes the page
 	 * cache without it, and not for a file under --memory-min, where mapping,
 	 * faulting and unmapping it cost more than the copy of a read. Its
-	 * default, 1M on any number of hashing threads, rests on the ledger's hot
-	 * tree rows (ledger-memory-min) and docs/cold-path/memory-min-*-run, ring
-	 * / memory: at 512K 0.84-0.88 on 2 cores and 0.91-1.12 on 1 on the Zen 3
-	 * (add026ac3c38), 0.62-0.73 and 0.70-0.79 on the Zen 5 (8f50662391e2); at
-	 * 2M 1.32-1.54 on both. Between, the machines part: 1M files tie on the
-	 * Zen 3 (1.01-1.07) and went to the ring on the Zen 5 (0.71-0.95), whose
-	 * memory path wins from 1.5M (1.06-1.10), but to memory there once the
-	 * tree was read back into the cache (1.03): no rule is within 2% of
-	 * both. A cached tree's record (configs/tune-trees-cached.toml) sets it.
+	 * default, 1280K on any number of hashing threads, rests on the ledger's
+	 * hot tree rows (ledger-memory-min) and docs/cold-path/memory-min-*-run,
+	 * ring / memory: 1M files through the ring on the Zen 5 (8f50662391e2:
+	 * 0.71-0.95 in every state but one, read back, 1.03) and on the Zen 3
+	 * (add026ac3c38: 0.88-1.03 on 2026-11-29, 1.01-1.07 the day before);
+	 * 1536K files from memory on both (1.06-1.15 on two cores, 1.06-1.10 on
+	 * one); 1280K from memory on two cores (1.07, 1.23), a tie or the ring on
+	 * one (0.86-1.00). The worst a rule of size leaves is 1280K on one core;
+	 * 1M, before, left the Zen 5's 1M trees at 1.15-1.40. A cached tree's
+	 * record (configs/tune-trees-cached.toml) sets it per machine.
 	 */
 	in->from_memory = regular && (r->cfg->path_choice == PATH_MEMORY ||
 				      (r->cfg->path_choice == PATH_AUTO && !r->cfg->knobs.direct && in->size >= r->cfg->knobs.memory_min && cached));

@@ -62,7 +62,7 @@
 	       "a cached file's mapping is released in pieces of SIZE as each is hashed\n" \
 	       "(peak RSS: a few pieces, not the file)\n" \
 	       "a power of two (others round down), 64K at least; 0: all at the end") \
-	NUMBER(memory_min, SIZE, 0, MEMORY, 1u << 20, 16u << 10, MAX_BLOCK_SIZE, "mmin", 0, "SIZE", \
+	NUMBER(memory_min, SIZE, 0, MEMORY, 1280u << 10, 16u << 10, MAX_BLOCK_SIZE, "mmin", 0, "SIZE", \
 	       "the smallest file hashed from memory", "bytes", "is larger than the 1G maximum", \
 	       "uring_b3sum: a cached file of SIZE or more is hashed from memory\n" \
 	       "a smaller one is read through the ring: mapping costs more than a copy")

@@ -45,11 +45,11 @@ def test_cached_file_is_hashed_from_memory_and_cold_file_through_the_ring(tmp_pa
 
 def test_a_small_cached_file_is_read_through_the_ring_unless_memory_min_says_otherwise(tmp_path):
     """Below --memory-min a cached file is read (buffered: it is in the page cache) through the ring; at
-    or above it, hashed from memory. Not given, it is 1M whatever the hashing threads; given, on the
-    command line or in a wisdom record, it is what was given."""
+    or above it, hashed from memory. Not given, it is 1280K whatever the hashing threads (1M files
+    through the ring); given, on the command line or in a wisdom record, it is what was given."""
     tree = tmp_path / "tree"
     tree.mkdir()
-    sizes = (512 * 1024 - 1, 512 * 1024, MiB - 1, MiB)
+    sizes = (512 * 1024 - 1, MiB, 1280 * 1024 - 1, 1280 * 1024)
     paths = [tree / f"f{size:07d}.bin" for size in sizes]  # -r's order, too
     for path, size in zip(paths, sizes):
         path.write_bytes(data_file(size).read_bytes())
@@ -71,8 +71,8 @@ def test_a_small_cached_file_is_read_through_the_ring_unless_memory_min_says_oth
         return ["memory" if "hashing from the page cache" in line else
                 re.search(r"under --memory-min (\S+)$", line).group(1) for line in lines]
 
-    assert how() == ["1M", "1M", "1M", "memory"]
-    assert how("--num-threads", "1") == ["1M", "1M", "1M", "memory"]
+    assert how() == ["1280K", "1280K", "1280K", "memory"]
+    assert how("--num-threads", "1") == ["1280K", "1280K", "1280K", "memory"]
     assert how("--memory-min", "512K") == ["512K", "memory", "memory", "memory"]
     assert how("--memory-min", "16K") == ["memory"] * 4
     assert how("-r", str(tree), wisdom=record) == ["memory"] * 4
