@@ -100,6 +100,14 @@ def _choices(runs: pd.DataFrame, label: str) -> tuple[frozenset[str], ...] | Non
                  for col in CHOICES)
 
 
+def _same_choices(a: tuple[frozenset[str], ...] | None, b: tuple[frozenset[str], ...] | None) -> bool:
+    """Two commands chose alike where, choice by choice, some execution of each took the same value:
+    a decision measured in the process (the staging trial, side by side) that went one way in one
+    command's executions and both ways in the other's leaves two runs of one configuration. A choice
+    one of them forced (staging "in-place", not "in-place+measured") or a path never shared parts them."""
+    return a is not None and b is not None and all(x & y or not (x or y) for x, y in zip(a, b))
+
+
 def _work(cache: str, files: int, device: str, cores: int, file_size: int = 0, share: float | None = None) -> str:
     """"cold file, ram, 2 cores"; a cached file's device is not read, so not named; a tree's files
     are sized where the run had trees of several sizes (file_size: their bytes in all); a run that
@@ -147,7 +155,7 @@ def _rows(runs: pd.DataFrame, conditions: list[Condition], fp_id: str, shown_as:
         device = str(mine["device"].dropna().iloc[0]) if "device" in mine and mine["device"].notna().any() else "disk"
         files = int(mine["files"].dropna().iloc[0]) if "files" in mine and mine["files"].notna().any() else 1
         chose = _choices(mine, own) if own != label else None
-        same = chose is not None and chose == _choices(mine, label)
+        same = _same_choices(chose, _choices(mine, label))
         out.append(Row(
             machine=fp_id, work=_work(str(mine["cache"].iloc[0]), files, device, c.cores, sized, share), run=shown_as,
             rounds=int(wall[label].notna().sum()), defaults_s=float(wall[label].median()),

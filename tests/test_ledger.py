@@ -107,13 +107,14 @@ def test_a_machine_whose_idle_page_cache_is_paged_out_says_so() -> None:
 
 
 def test_a_run_of_trees_of_several_sizes_is_a_row_per_size() -> None:
-    """ledger-memory-min's trees of 256K, 512K and 1M files, each its own row on each core count, the
-    defaults paired only with the settings of the same tree (from runs.csv by hand)."""
+    """ledger-memory-min's trees of 256K, 512K, 1M and 1536K files, each its own row on each core count,
+    the defaults paired only with the settings of the same tree (from runs.csv by hand)."""
     run_dir = REPO / "docs" / "ledger" / "add026ac3c38" / "ledger-memory-min"
     rows = ledger.rows(run_dir, "x")
     assert sorted(r.work for r in rows) == sorted(
         f"hot tree of {n} files of {size}, {cores}" for n, size in (("1,536", "256 KiB"), ("768", "512 KiB"),
-                                                                    ("384", "1 MiB")) for cores in ("1 core", "2 cores"))
+                                                                    ("384", "1 MiB"), ("256", "1536 KiB"))
+        for cores in ("1 core", "2 cores"))
     (row,) = [r for r in rows if r.work == "hot tree of 768 files of 512 KiB, 2 cores"]
     runs = _ok(run_dir)
     mine = _wall(runs, "uring_b3sum defaults [512K] @as-is")
@@ -145,11 +146,36 @@ def test_an_own_best_that_chose_as_the_defaults_did_is_no_miss(tmp_path: Path) -
     same = by_work["hot tree of 768 files of 512 KiB, 2 cores"]
     assert same.own.startswith("bs=4M qd=8 buf=16 mmin=1G"), same.own
     assert same.same_choices and same.own.endswith("(the defaults' choices)") and same.meets == "yes"
-    other = by_work["hot tree of 384 files of 1 MiB, 1 core"]  # memory for the defaults, the ring for mmin=1G
+    other = by_work["hot tree of 256 files of 1536 KiB, 2 cores"]  # memory for the defaults, the ring for mmin=1G
     assert other.own.startswith("bs=4M qd=8 buf=16 mmin=1G") and not other.same_choices
     assert dataclasses.replace(same, same_choices=False).meets.startswith("no: 1.07 x own best")
     old = {r.work: r for r in ledger.rows(REPO / "docs" / "ledger" / "68c61e3153fa" / "conditions-table", "x")}
     assert old["cold file, disk, 2 cores"].meets == "no: 1.05 x own best"  # no choices recorded then
+
+
+def test_a_measured_decision_that_went_both_ways_is_still_the_defaults_choice(tmp_path: Path) -> None:
+    """The staging trial and the side-by-side measurement decide in each execution: in the Zen 3's kept
+    run the defaults and `mmin=1G` both read the 512K tree through the ring on one core, and the trial
+    went its other way in one of the 42 executions (effective_staging), so the two are one
+    configuration and their ratio noise. A staging forced in every execution of one ("in-place", no
+    "measured") shares no value with the other's trial: not the defaults' choices."""
+    run_dir = tmp_path / "ledger-memory-min"
+    shutil.copytree(REPO / "docs" / "ledger" / "add026ac3c38" / "ledger-memory-min", run_dir)
+    runs = pd.read_csv(run_dir / "runs.csv", dtype=str, keep_default_na=False)
+    ring, mine = (runs["label"] == f"uring_b3sum {x} [512K] @1core" for x in ("bs=4M qd=8 buf=16 mmin=1G", "defaults"))
+    assert len(set(runs.loc[ring | mine, "effective_staging"])) > 1  # the trial did not go one way throughout
+    ring_s = runs[ring].set_index("round")["wall_s"].astype(float)
+    runs.loc[mine, "wall_s"] = [repr(t) for t in runs.loc[mine, "round"].map(ring_s * 1.05)]
+    runs.to_csv(run_dir / "runs.csv", index=False)
+
+    def row() -> ledger.Row:
+        (r,) = [r for r in ledger.rows(run_dir, "x") if r.work == "hot tree of 768 files of 512 KiB, 1 core"]
+        return r
+
+    assert row().own.startswith("bs=4M qd=8 buf=16 mmin=1G") and row().same_choices and row().meets == "yes"
+    runs.loc[ring, "effective_staging"] = "in-place"
+    runs.to_csv(run_dir / "runs.csv", index=False)
+    assert not row().same_choices and row().meets.startswith("no: 1.05 x own best")
 
 
 def _finished_run(tmp_path: Path) -> Path:
