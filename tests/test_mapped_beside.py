@@ -38,10 +38,11 @@ def hashing_of(effective: Path) -> list[str]:
 
 @pytest.mark.parametrize("threads", [[], ["--num-threads", "1"]])
 def test_a_mixed_cached_tree_hashes_as_b3sum(tree: Path, tmp_path: Path, threads: list[str]) -> None:
-    """Ring files under 1M, mapped files of 1M to 4M side by side, mapped files over 4M split across
-    the cores, an empty file, in an order that mixes them; on one thread nothing is beside."""
-    sizes = [3 * MiB, 1 * MiB, 64 * KiB, 4 * MiB, 5 * MiB, 0, 2 * MiB + 1, 1 * MiB, 700 * KiB, 4 * MiB + 4096,
-             1536 * KiB, 1 * MiB, 3 * MiB - 1]
+    """Ring files under --memory-min (1280K), mapped files of 1280K to 4M side by side, mapped files
+    over 4M split across the cores, an empty file, in an order that mixes them; on one thread nothing
+    is beside."""
+    sizes = [3 * MiB, 1280 * KiB, 64 * KiB, 4 * MiB, 5 * MiB, 0, 2 * MiB + 1, 1 * MiB, 700 * KiB, 4 * MiB + 4096,
+             1536 * KiB, 1280 * KiB, 3 * MiB - 1]
     files = fill(tree, sizes)
     effective = tmp_path / "effective.json"
     r = subprocess.run([str(BIN_DIR / "uring_b3sum"), *threads, "--effective", str(effective), *map(str, files)],
@@ -51,11 +52,11 @@ def test_a_mixed_cached_tree_hashes_as_b3sum(tree: Path, tmp_path: Path, threads
                                       check=True).stdout
     hashing = hashing_of(effective)
     beside = {i for i, how in enumerate(hashing) if how == "beside"}
-    assert all(MiB <= sizes[i] <= 4 * MiB for i in beside), hashing
+    assert all(1280 * KiB <= sizes[i] <= 4 * MiB for i in beside), hashing
     if threads or len(os.sched_getaffinity(0)) < 2:
         assert not beside, hashing
     else:
-        assert beside, hashing  # 8 mapped files of 1M to 4M, opened at once: some run of them is beside
+        assert beside, hashing  # 7 mapped files of 1280K to 4M, opened at once: some run of them is beside
 
 
 def mapped(pid: int, files: list[Path]) -> list[Path]:
@@ -68,7 +69,7 @@ def test_a_file_truncated_beside_others_is_reported_changed(tree: Path) -> None:
     """hashlag:150 holds each mapped file 150 ms before it is hashed. Two of them mapped at once are
     side by side (alone, a file is mapped only while it is hashed): one is cut to 4K meanwhile.
     It faults, and is reported as changed; the others keep their hashes."""
-    files = fill(tree, [MiB] * 8)
+    files = fill(tree, [1280 * KiB] * 8)   # mapped: --memory-min is 1280K
     expected = {line.split()[1]: line for line in subprocess.run(
         [str(B3SUM), *map(str, files)], capture_output=True, text=True, check=True).stdout.splitlines()}
     proc = subprocess.Popen([str(FAULTS_BIN / "uring_b3sum"), *map(str, files)], text=True,
