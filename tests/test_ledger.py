@@ -131,10 +131,10 @@ def test_an_own_best_that_chose_as_the_defaults_did_is_no_miss(tmp_path: Path) -
     """With two or more hashing threads the defaults read 512K files through the ring, as `mmin=1G`
     does (the runs' effective_* columns): the ratio of the two is two runs of one way (noise), shown
     but not a miss. Where the own best chose otherwise, or a run recorded no choices, a ratio over
-    1.02 stays a miss. The Zen 3's kept run, its times set so that `mmin=1G` is the own best, 1.07 x
-    faster than the defaults, on the 512K tree (the choices as recorded)."""
+    1.02 stays a miss. The Zen 3's kept 21-round run, its times set so that `mmin=1G` is the own best,
+    1.07 x faster than the defaults, on the 512K tree (the choices as recorded)."""
     run_dir = tmp_path / "ledger-memory-min"
-    shutil.copytree(REPO / "docs" / "ledger" / "add026ac3c38" / "ledger-memory-min", run_dir)
+    shutil.copytree(REPO / "docs" / "ledger" / "add026ac3c38" / "ledger-memory-min-3", run_dir)
     runs = pd.read_csv(run_dir / "runs.csv", dtype=str, keep_default_na=False)  # the other fields as written
     ring, memory, mine = (runs["label"] == f"uring_b3sum {x} [512K] @as-is" for x in
                           ("bs=4M qd=8 buf=16 mmin=1G", "bs=4M qd=8 buf=16 mmin=16K", "defaults"))
@@ -160,7 +160,7 @@ def test_a_measured_decision_that_went_both_ways_is_still_the_defaults_choice(tm
     configuration and their ratio noise. A staging forced in every execution of one ("in-place", no
     "measured") shares no value with the other's trial: not the defaults' choices."""
     run_dir = tmp_path / "ledger-memory-min"
-    shutil.copytree(REPO / "docs" / "ledger" / "add026ac3c38" / "ledger-memory-min", run_dir)
+    shutil.copytree(REPO / "docs" / "ledger" / "add026ac3c38" / "ledger-memory-min-3", run_dir)
     runs = pd.read_csv(run_dir / "runs.csv", dtype=str, keep_default_na=False)
     ring, mine = (runs["label"] == f"uring_b3sum {x} [512K] @1core" for x in ("bs=4M qd=8 buf=16 mmin=1G", "defaults"))
     assert len(set(runs.loc[ring | mine, "effective_staging"])) > 1  # the trial did not go one way throughout
