@@ -43,11 +43,12 @@ DEFAULTS_GROUP = "uring_b3sum"
 # slower than b3sum (medians of the paired ratios).
 OWN_WITHIN = 1.02
 # What a hasher chose for each file, as it said (--effective, runs.csv): two commands that chose alike
-# in every execution ran the same way, whatever their options said. The share hashed on every core
-# is what happened, not a choice.
+# ran the same way, whatever their options said (alike: _same_choices). The share hashed on every
+# core is what happened, not a choice.
 CHOICES = ("effective_path", "effective_block_size", "effective_queue_depth", "effective_buffers",
            "effective_direct", "effective_huge_pages", "effective_hashing", "effective_hash_threads",
            "effective_staging")
+MEASURED = frozenset({"effective_hashing", "effective_staging"})  # decided in each execution, by timing
 
 
 class LedgerError(ValueError):
@@ -101,11 +102,14 @@ def _choices(runs: pd.DataFrame, label: str) -> tuple[frozenset[str], ...] | Non
 
 
 def _same_choices(a: tuple[frozenset[str], ...] | None, b: tuple[frozenset[str], ...] | None) -> bool:
-    """Two commands chose alike where, choice by choice, some execution of each took the same value:
-    a decision measured in the process (the staging trial, side by side) that went one way in one
-    command's executions and both ways in the other's leaves two runs of one configuration. A choice
-    one of them forced (staging "in-place", not "in-place+measured") or a path never shared parts them."""
-    return a is not None and b is not None and all(x & y or not (x or y) for x, y in zip(a, b))
+    """Two commands chose alike where each took the same values of every choice its options set, and,
+    of each choice measured in the process (MEASURED: the staging trial, side by side), some value in
+    common: a trial that went one way in one command's executions and both ways in the other's leaves
+    two runs of one configuration. A staging forced in every execution ("in-place", not
+    "in-place+measured") shares no value with a trial's, and a path taken in some executions only
+    (the ring for some files) is a choice apart."""
+    return a is not None and b is not None and all(
+        (x & y or not (x or y)) if col in MEASURED else x == y for col, x, y in zip(CHOICES, a, b))
 
 
 def _work(cache: str, files: int, device: str, cores: int, file_size: int = 0, share: float | None = None) -> str:

@@ -158,7 +158,8 @@ def test_a_measured_decision_that_went_both_ways_is_still_the_defaults_choice(tm
     run the defaults and `mmin=1G` both read the 512K tree through the ring on one core, and the trial
     went its other way in one of the 42 executions (effective_staging), so the two are one
     configuration and their ratio noise. A staging forced in every execution of one ("in-place", no
-    "measured") shares no value with the other's trial: not the defaults' choices."""
+    "measured") shares no value with the other's trial, and a path (set by the options, not measured)
+    taken once apart parts them too: not the defaults' choices."""
     run_dir = tmp_path / "ledger-memory-min"
     shutil.copytree(REPO / "docs" / "ledger" / "add026ac3c38" / "ledger-memory-min-3", run_dir)
     runs = pd.read_csv(run_dir / "runs.csv", dtype=str, keep_default_na=False)
@@ -173,7 +174,12 @@ def test_a_measured_decision_that_went_both_ways_is_still_the_defaults_choice(tm
         return r
 
     assert row().own.startswith("bs=4M qd=8 buf=16 mmin=1G") and row().same_choices and row().meets == "yes"
+    staging = runs.loc[ring, "effective_staging"].copy()
     runs.loc[ring, "effective_staging"] = "in-place"
+    runs.to_csv(run_dir / "runs.csv", index=False)
+    assert not row().same_choices and row().meets.startswith("no: 1.05 x own best")
+    runs.loc[ring, "effective_staging"] = staging
+    runs.loc[runs[mine].index[0], "effective_path"] = "memory"   # a path its options set, once apart
     runs.to_csv(run_dir / "runs.csv", index=False)
     assert not row().same_choices and row().meets.startswith("no: 1.05 x own best")
 
