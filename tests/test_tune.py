@@ -368,7 +368,7 @@ def test_the_cap_counts_the_defaults_of_the_final_stage(tmp_path, seed):
 
 
 def test_a_space_of_uring_b3sum_alone_keeps_the_rounds_a_record_needs(tmp_path):
-    """configs/tune-trees-cached.toml (20 settings of uring_b3sum, cap 25): its finalists are all
+    """configs/tune-trees-cached.toml (24 settings of uring_b3sum, cap 25): its finalists are all
     uring_b3sum, so none joins them. Counting one more anyway left the final 4 rounds, whose
     interval covers 87.5%, under the 90% wisdom needs: a cached tree of 1M files whose pick took
     0.87 of the defaults' time got no record (8f50662391e2). Now 5 rounds (93.75%)."""
