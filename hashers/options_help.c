@@ -178,9 +178,10 @@ static void variant_info_json(FILE *out, const struct variant *v)
 	fprintf(out, "{\"summary\": ");
 	json_string(out, v->summary);
 	fprintf(out, ", \"article\": %s, \"positional_flag\": %s, \"parallel\": %s, \"counted\": %s, "
-		"\"io_uring\": %s, \"chooses_path\": %s, \"falls_back\": %s, \"defaults_file\": ", articles[v->article],
-		v->positional_flag ? "true" : "false", v->parallel ? "true" : "false", v->counted ? "true" : "false",
-		v->uses_uring ? "true" : "false", v->chooses_path ? "true" : "false", v->falls_back ? "true" : "false");
+		"\"io_uring\": %s, \"chooses_path\": %s, \"falls_back\": %s, \"grows_depth\": %s, \"defaults_file\": ",
+		articles[v->article], v->positional_flag ? "true" : "false", v->parallel ? "true" : "false",
+		v->counted ? "true" : "false", v->uses_uring ? "true" : "false", v->chooses_path ? "true" : "false",
+		v->falls_back ? "true" : "false", v->adapts_window ? "true" : "false");
 	if (v->defaults_file)
 		json_string(out, v->defaults_file);
 	else

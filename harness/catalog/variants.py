@@ -55,6 +55,9 @@ class Variant:
     # (a build from before a program said these is taken to have neither)
     chooses_path: bool = False  # hashes a file in the page cache from memory unless --path ring
     falls_back: bool = False  # without io_uring, reads with pread() instead of failing
+    # neither depth, buffers nor window given: twice the buffers, the queue deepened when the reads fall
+    # behind (hashers/options.c); the same numbers given run a fixed ring
+    grows_depth: bool = False
 
 
 def manifest(bin_dir: Path) -> Path:

@@ -144,11 +144,15 @@ def _expand_grid(group: Group) -> list[dict[str, Any]]:
 
 def effective_key(c: Command) -> tuple | None:
     """What a built variant will run with: each knob its variant acts on, at the value given or, for
-    a `defaults` group, the variant's own default, and a flag the variant has on as on. Two
-    commands with the same key are one configuration under two labels (None: not a built hasher)."""
-    if c.tool != HASHER or c.extra == "positional" or registered_variant(c.variant) is None:
+    a `defaults` group, the variant's own default, and a flag the variant has on as on; and whether
+    its ring may deepen, which it does only where no depth, buffers or window was given (so the
+    defaults are not their own numbers given). Two commands with the same key are one configuration
+    under two labels (None: not a built hasher)."""
+    variant = registered_variant(c.variant) if c.tool == HASHER and c.extra != "positional" else None
+    if variant is None:
         return None
     given = c.knob_values()
+    grows = variant.grows_depth and given["queue_depth"] is None and given["buffers"] is None and not given.get("window")
     out = []
     for k in load_knobs():
         if c.variant not in k.variants:
@@ -158,7 +162,7 @@ def effective_key(c: Command) -> tuple | None:
         if value is None:
             value = buffers(own).resolve(dict(out)["queue_depth"]) if k.type == "buffers" else own
         out.append((k.name, True if k.is_flag and own is True else value))
-    return (c.variant, c.argv[0], c.file, c.condition, tuple(out))
+    return (c.variant, c.argv[0], c.file, c.condition, tuple(out), grows)
 
 
 def knob_word(k: Knob, value: Any) -> str:
