@@ -127,20 +127,30 @@ def test_a_run_of_trees_of_several_sizes_is_a_row_per_size() -> None:
     assert row.file_size == 768 * (512 << 10)
 
 
+def _zen3_memory_min_copy(tmp_path: Path) -> tuple[Path, pd.DataFrame]:
+    """A copy of the Zen 3's kept 21-round memory-min run, and its runs.csv with every field as written."""
+    run_dir = tmp_path / "ledger-memory-min"
+    shutil.copytree(REPO / "docs" / "ledger" / "add026ac3c38" / "ledger-memory-min-3", run_dir)
+    return run_dir, pd.read_csv(run_dir / "runs.csv", dtype=str, keep_default_na=False)
+
+
+def _time_as(runs: pd.DataFrame, rows: pd.Series, like: pd.Series, factor: float) -> None:
+    """The rows' wall times set to those of the rows `like` in the same round, times factor."""
+    times = runs[like].set_index("round")["wall_s"].astype(float)
+    runs.loc[rows, "wall_s"] = [repr(t) for t in runs.loc[rows, "round"].map(times * factor)]
+
+
 def test_an_own_best_that_chose_as_the_defaults_did_is_no_miss(tmp_path: Path) -> None:
     """With two or more hashing threads the defaults read 512K files through the ring, as `mmin=1G`
     does (the runs' effective_* columns): the ratio of the two is two runs of one way (noise), shown
     but not a miss. Where the own best chose otherwise, or a run recorded no choices, a ratio over
     1.02 stays a miss. The Zen 3's kept 21-round run, its times set so that `mmin=1G` is the own best,
     1.07 x faster than the defaults, on the 512K tree (the choices as recorded)."""
-    run_dir = tmp_path / "ledger-memory-min"
-    shutil.copytree(REPO / "docs" / "ledger" / "add026ac3c38" / "ledger-memory-min-3", run_dir)
-    runs = pd.read_csv(run_dir / "runs.csv", dtype=str, keep_default_na=False)  # the other fields as written
+    run_dir, runs = _zen3_memory_min_copy(tmp_path)
     ring, memory, mine = (runs["label"] == f"uring_b3sum {x} [512K] @as-is" for x in
                           ("bs=4M qd=8 buf=16 mmin=1G", "bs=4M qd=8 buf=16 mmin=16K", "defaults"))
-    ring_s = runs[ring].set_index("round")["wall_s"].astype(float)
     for rows, factor in ((mine, 1.07), (memory, 1.10)):
-        runs.loc[rows, "wall_s"] = [repr(t) for t in runs.loc[rows, "round"].map(ring_s * factor)]
+        _time_as(runs, rows, ring, factor)
     runs.to_csv(run_dir / "runs.csv", index=False)
     by_work = {r.work: r for r in ledger.rows(run_dir, "x")}
     same = by_work["hot tree of 768 files of 512 KiB, 2 cores"]
@@ -160,13 +170,10 @@ def test_a_measured_decision_that_went_both_ways_is_still_the_defaults_choice(tm
     configuration and their ratio noise. A staging forced in every execution of one ("in-place", no
     "measured") shares no value with the other's trial, and a path (set by the options, not measured)
     taken once apart parts them too: not the defaults' choices."""
-    run_dir = tmp_path / "ledger-memory-min"
-    shutil.copytree(REPO / "docs" / "ledger" / "add026ac3c38" / "ledger-memory-min-3", run_dir)
-    runs = pd.read_csv(run_dir / "runs.csv", dtype=str, keep_default_na=False)
+    run_dir, runs = _zen3_memory_min_copy(tmp_path)
     ring, mine = (runs["label"] == f"uring_b3sum {x} [512K] @1core" for x in ("bs=4M qd=8 buf=16 mmin=1G", "defaults"))
     assert len(set(runs.loc[ring | mine, "effective_staging"])) > 1  # the trial did not go one way throughout
-    ring_s = runs[ring].set_index("round")["wall_s"].astype(float)
-    runs.loc[mine, "wall_s"] = [repr(t) for t in runs.loc[mine, "round"].map(ring_s * 1.05)]
+    _time_as(runs, mine, ring, 1.05)
     runs.to_csv(run_dir / "runs.csv", index=False)
 
     def row() -> ledger.Row:
