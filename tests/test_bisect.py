@@ -51,6 +51,10 @@ limit = false
 # rounds a median's 95% interval spans the rounds' extremes, so the verdicts at the 50% threshold
 # cannot flip with the machine's load.
 FAST, SLOW = "0.5", "1.2"
+# A fast revision but for one execution: its wrapper's sleep, worked out as it starts, is SLOW the
+# third time it hashes the data file (the first is the run's trace, untimed), else FAST.
+ONCE_SLOW = ('$(n="$(dirname "$0")/hashed"; case "$*" in *.bin) echo >> "$n";; esac; '
+             f'[ "$(wc -l < "$n" 2>/dev/null)" = 3 ] && echo {SLOW} || echo {FAST})')
 MAKEFILE = """all:
 \tmkdir -p build/bin build/share/ringsum
 \tprintf '#!/bin/sh\\nsleep %s\\nexec @REAL@/uring_b3sum "$$@"\\n' "$$(cat SLEEP)" > build/bin/uring_b3sum
@@ -106,7 +110,7 @@ class Started:
 def _start(where: Path, sleeps: list[str], command: list[str]) -> Started:
     """`ringsum COMMAND` on a new repository of `sleeps`; @GOOD@, @BAD@, @SHAS@, @REPO@, @CONFIG@ and
     @OUT@ in COMMAND are its first and last commits, all of them, the repository, a config and the
-    output directory. Its own lock: the three run at once."""
+    output directory. Its own lock: the four run at once."""
     where.mkdir(mode=0o700)  # the run lock's directory: ringsum refuses one open to others
     repo, shas = _repo(where, sleeps)
     config, out = _config(where), where / "out"
@@ -127,13 +131,14 @@ BISECT = ["bisect", "--repo", "@REPO@", "--good", "@GOOD@", "--bad", "@BAD@", "-
 
 @pytest.fixture(scope="module", autouse=True)
 def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Started]]:
-    """The module's three long commands, running side by side (each mostly sleeps) from the module's
+    """The module's four long commands, running side by side (each mostly sleeps) from the module's
     first test on, while its short tests run."""
     tmp = tmp_path_factory.mktemp("bisect")
     runs: dict[str, Started] = {}
     try:
         runs["slow at 3"] = _start(tmp / "slow-at-3", [FAST, FAST, FAST, SLOW, SLOW], BISECT)
         runs["all fast"] = _start(tmp / "all-fast", [FAST, FAST, FAST], BISECT)
+        runs["one slow execution"] = _start(tmp / "one-slow-execution", [FAST, ONCE_SLOW], BISECT)
         runs["history"] = _start(tmp / "history", [FAST, SLOW],
                                  ["history", "add", "@SHAS@", "--repo", "@REPO@", "--config", "@CONFIG@",
                                   "--store", "@OUT@"])
@@ -244,6 +249,19 @@ def test_bisect_between_two_fast_commits_finds_no_slower_one(started):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "\nno slower commit: the bad end's time / the good end's" in p.stdout
     assert doc["outcome"]["kind"] == "no slower commit" and len(doc["steps"]) == 1
+
+
+def test_a_step_the_check_cannot_decide_is_measured_again_with_twice_the_rounds(started):
+    """One slow execution in 6 rounds stretches the median's interval to it: the bad end, as fast as
+    the good one but for that, is measured again in 12 rounds, where one execution cannot, and found
+    no slower (not "too small to see", exit 3, from the first 6 rounds alone)."""
+    run = started["one slow execution"]
+    p, doc = run.finish(), run.bisect_doc()
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert doc["outcome"]["kind"] == "no slower commit", doc
+    (step,) = doc["steps"]
+    assert step["verdict"] == GOOD and "(in 12 rounds; in the first 6: all hashers pooled" in step["reason"], step
+    assert len(list(Path(step["run_dir"]).parent.iterdir())) == 2  # the two A/B runs
 
 
 @pytest.mark.parametrize("ratio, kind, code", [

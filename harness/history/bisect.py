@@ -5,7 +5,7 @@ against the good build in the same interleaved rounds, as `ringsum check --again
 verdict is git bisect's, with the evidence: bad (slower: the interval of a command's time ratio,
 or all hashers' pooled, lies above 1 + threshold), good (the pooled interval rules out a slowdown
 beyond the threshold), or skip (a build or a command that fails, or an interval the check cannot
-decide): never a guess. The question is time: a change in the I/O counters (`ringsum check`
+decide, measured again with twice the rounds): never a guess. The question is time: a change in the I/O counters (`ringsum check`
 judges those too) is no slower commit by itself, and three probes a step are too few to bisect by.
 git bisect runs in a bare clone inside the run directory, so the repository and its working tree
 are never touched.
@@ -139,23 +139,36 @@ class Bisection:
             step = Step(rev.sha, rev.subject, SKIP, f"it does not build: {e}", build_s=time.monotonic() - started)
             return self._record(step)
         built = time.monotonic()
-        assert self.good_bin is not None
-        s = self.settings
-        opts = Options(config_path=str(s.config), file=s.file, size=s.size, dir=s.dir, rounds=s.rounds,
-                       out=str(self.run_dir / "runs"), bin_dir=str(bin_dir), against=str(self.good_bin), yes=True)
         try:
-            run_dir, _code = decide.measure(opts)
-            base, current = check_load.split_ab(check_load.check_data(run_dir))
-            report = decide.compare(base, current, decide.Settings(threshold=s.threshold, confidence=s.confidence))
+            run_dir, report, rounds = self._compare(bin_dir, self.settings.rounds)
+            verdict, reason = judge(report, self.settings.threshold)
+            if verdict == SKIP and reason.startswith(UNCLEAR):
+                # One look more, with twice the rounds: one slow execution in a few rounds (a machine
+                # busy for a moment) widens a median's interval to it; among twice as many it does not.
+                first = reason.removeprefix(UNCLEAR)
+                run_dir, report, _ = self._compare(bin_dir, 2 * rounds)
+                verdict, reason = judge(report, self.settings.threshold)
+                reason += f" (in {2 * rounds} rounds; in the first {rounds}: {first})"
         except decide.CheckError as e:
             step = Step(rev.sha, rev.subject, SKIP, f"it could not be measured: {e}",
                         build_s=built - started, measure_s=time.monotonic() - built)
             return self._record(step)
-        verdict, reason = judge(report, s.threshold)
         pooled = _pooled(report)
         step = Step(rev.sha, rev.subject, verdict, reason, [pooled.ratio, pooled.low, pooled.high] if pooled else None,
                     str(run_dir), built - started, time.monotonic() - built)
         return self._record(step)
+
+    def _compare(self, bin_dir: Path, rounds: int | None) -> tuple[Path, decide.Report, int]:
+        """An A/B run of `bin_dir` against the good build: its directory, the comparison and its rounds."""
+        assert self.good_bin is not None
+        s = self.settings
+        opts = Options(config_path=str(s.config), file=s.file, size=s.size, dir=s.dir, rounds=rounds,
+                       out=str(self.run_dir / "runs"), bin_dir=str(bin_dir), against=str(self.good_bin), yes=True)
+        run_dir, _code = decide.measure(opts)
+        data = check_load.check_data(run_dir)
+        base, current = check_load.split_ab(data)
+        report = decide.compare(base, current, decide.Settings(threshold=s.threshold, confidence=s.confidence))
+        return run_dir, report, int(data.runs["round"].max())
 
     def _record(self, step: Step) -> Step:
         self.steps.append(step)
