@@ -35,10 +35,12 @@ def summary(run: Run) -> tuple[str, dict[str, Any], list[str]]:
     """(summary.txt, summary.json, the findings to call out) of a finished run. A run --until-decided
     looked several times: its decision is made at the stricter confidence it recorded."""
     cache, argv, confidence, seq = run.plan["cache"], run.argvs, run.decision_confidence, run.meta.get("sequential")
-    text = (verdict.summarize(run.runs, cache, argv, confidence, run.plan.get("cached_share"))
+    judged = verdict.Judgement(run.runs)
+    text = (verdict.summarize(run.runs, cache, argv, confidence, run.plan.get("cached_share"), judged)
             + (sequential_line(seq) if seq else ""))
-    data = verdict.summary_json(run.runs, cache, argv, confidence) | ({"sequential": seq} if seq else {})
-    findings = [t for what, t in verdict.headline(run.runs, cache).items() if what == "FINDING"]
+    data = verdict.summary_json(run.runs, cache, argv, confidence, judged) | ({"sequential": seq} if seq else {})
+    # a finding (faster than the limit) is the same whatever the command lines and the confidence
+    findings = [t for what, t in judged.headline(cache, argv, confidence=confidence).items() if what == "FINDING"]
     return text, data, findings
 
 

@@ -9,7 +9,7 @@ every median, interval and ratio comes from `harness.stats`.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness import stats
@@ -18,7 +18,7 @@ from harness.judge import robust
 from harness.judge.robust import condition_names, one_condition
 from harness.judge.decision import Decision, decide
 from harness.judge.results import command_stats
-from harness.judge.speed_limit import blake3_in_memory, by_round, files_by_size, limit_ratios, one_file, speed_limit, SpeedLimit, workloads
+from harness.judge.speed_limit import blake3_in_memory, by_round, files_by_size, one_file, speed_limit, SpeedLimit, workloads
 from harness.units import about_size, format_rate, format_size
 
 RoundTimes = stats.RoundTimes
@@ -142,13 +142,18 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
     first); argv maps labels to their command lines; `confidence`: the decision's, per comparison
     (stricter than 95% for a run that looked several times, harness/judge/sequential.py)."""
     rows = one_file(one_condition(runs, condition), file)
+    return _headline(rows, cache, argv, confidence, speed_limit(rows), by_round(rows))
+
+
+def _headline(rows: Any, cache: str, argv: dict[str, list[str]] | None, confidence: float,
+              limit: SpeedLimit | None, times: dict[str, RoundTimes]) -> Headline:
+    """headline() of one dataset's rows in one condition, with their speed limit and per-round times."""
     files = rows["files"].dropna() if "files" in rows else []
     h = Headline(file_size=int(rows["file_size"].max()) if len(rows) else 0, cache=cache,
                  rounds=int(rows["round"].nunique()) if len(rows) else 0,
                  files=int(files.max()) if len(files) else 1, dataset=str(rows["file"].iloc[0]) if len(rows) else "")
-    times = by_round(rows)
     tools = dict(zip(rows["label"].astype(str), rows["tool"].astype(str)))
-    h.limit = speed_limit(rows)
+    h.limit = limit
     if h.limit:
         for label, tool in tools.items():
             if tool not in READ_TOOLS and label in times:
@@ -176,6 +181,72 @@ def headline(runs: Any, cache: str, argv: dict[str, list[str]] | None = None, fi
     return h
 
 
+class Judgement:
+    """One runs table judged once: each dataset's rows, speed limit, per-round times and headline,
+    the ratios to the limits, the commands' table and the robust pick, worked out the first time
+    they are asked for. summary.txt, summary.json and the findings read the same figures (made for
+    each, a kept run's summaries took about half their time on them twice)."""
+
+    def __init__(self, runs: Any) -> None:
+        self.runs = runs
+        self._made: dict[tuple[Any, ...], Any] = {}
+
+    def _once(self, key: tuple[Any, ...], make: Any) -> Any:
+        if key not in self._made:
+            self._made[key] = make()
+        return self._made[key]
+
+    def _dataset(self, condition: str | None, file: str | None) -> tuple[str | None, str | None]:
+        """(condition, file) as headline() would take them: the first condition, its largest file."""
+        condition = condition_names(self.runs)[0] if condition is None else condition
+        if file is None:
+            rows = self._once(("condition", condition), lambda: one_condition(self.runs, condition))
+            file = files_by_size(rows)[-1] if len(rows) else None
+        return condition, file
+
+    def rows(self, condition: str | None = None, file: str | None = None) -> Any:
+        c, f = self._dataset(condition, file)
+        return self._once(("rows", c, f), lambda: one_file(
+            self._once(("condition", c), lambda: one_condition(self.runs, c)), f))
+
+    def speed_limit(self, condition: str | None = None, file: str | None = None) -> SpeedLimit | None:
+        c, f = self._dataset(condition, file)
+        return self._once(("limit", c, f), lambda: speed_limit(self.rows(c, f)))
+
+    def times(self, condition: str | None = None, file: str | None = None) -> dict[str, RoundTimes]:
+        c, f = self._dataset(condition, file)
+        return self._once(("times", c, f), lambda: by_round(self.rows(c, f)))
+
+    def headline(self, cache: str, argv: dict[str, list[str]] | None = None, file: str | None = None,
+                 condition: str | None = None, confidence: float = stats.CONFIDENCE) -> Headline:
+        """headline(), shared: a caller that changes it changes a copy (dataclasses.replace)."""
+        c, f = self._dataset(condition, file)
+        return self._once(("headline", cache, id(argv) if argv else None, c, f, confidence),
+                          lambda: _headline(self.rows(c, f), cache, argv, confidence, self.speed_limit(c, f),
+                                            self.times(c, f)))
+
+    def workloads(self) -> list[tuple[str, str]]:
+        return self._once(("workloads",), lambda: workloads(self.runs))
+
+    def limit_ratios(self) -> dict[str, stats.Estimate]:
+        """speed_limit.limit_ratios() from the shared limits and times."""
+        def make() -> dict[str, stats.Estimate]:
+            out = {}
+            for cond, file in self.workloads():
+                limit = self.speed_limit(cond, file)
+                if limit is not None:
+                    for label, times in self.times(cond, file).items():
+                        out[label] = stats.paired_rounds(times, limit.per_round)
+            return out
+        return self._once(("limit_ratios",), make)
+
+    def command_stats(self) -> Any:
+        return self._once(("command_stats",), lambda: command_stats(self.runs))
+
+    def robust_pick(self) -> robust.RobustPick | None:
+        return self._once(("robust_pick",), lambda: robust_pick(self.runs, self))
+
+
 # --- summary.txt and summary.json ---
 
 def _hash_word(hash_ok_all: Any) -> str:
@@ -186,13 +257,15 @@ def _hash_word(hash_ok_all: Any) -> str:
 
 
 def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None,
-              confidence: float = stats.CONFIDENCE, cached_share: float | None = None) -> str:
+              confidence: float = stats.CONFIDENCE, cached_share: float | None = None,
+              judged: Judgement | None = None) -> str:
     """The summary printed at the end of a run (and saved as summary.txt): the table of every
     command, the speed limit, and the headline last."""
     if not len(runs):
         return "no runs recorded\n"
-    ratios = limit_ratios(runs)
-    table = command_stats(runs).sort_values("median_Bps", ascending=False, na_position="last")
+    j = judged or Judgement(runs)
+    ratios = j.limit_ratios()
+    table = j.command_stats().sort_values("median_Bps", ascending=False, na_position="last")
     width = max(20, min(60, int(table["label"].str.len().max())))
     lines = [f"{'command':<{width}}  {'n':>3}  {'median':>8}  {'min':>8}  {'max':>8}  "
              f"{'throughput':>11}  {'x limit':>7}  hash"]
@@ -219,8 +292,8 @@ def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None,
 
     conds = condition_names(runs)
     files = files_by_size(one_condition(runs))
-    for cond, file in workloads(runs):
-        limit = speed_limit(one_condition(runs, cond), file)
+    for cond, file in j.workloads():
+        limit = j.speed_limit(cond, file)
         where = (f" [{file}]" if len(files) > 1 else "") + (f" @{cond}" if len(conds) > 1 else "")
         lines.append(f"speed limit{where}: " + (limit.text() if limit else
                      f"- (no successful read-only command: {', '.join(READ_TOOLS)})"))
@@ -237,55 +310,57 @@ def summarize(runs: Any, cache: str, argv: dict[str, list[str]] | None = None,
     for r in table[table["failed"] > 0].itertuples():
         lines.append(f"FAILED RUNS:       {r.label}: {r.failed}")
     if len(conds) > 1:
-        return "\n".join(lines + across_conditions(runs)) + "\n"
+        return "\n".join(lines + across_conditions(runs, j)) + "\n"
     trees = "files" in runs and bool(runs["files"].fillna(1).gt(1).any())
     for file in files if trees else files[-1:]:  # a headline per dataset once trees are among them
-        h = headline(runs, cache, argv, file, confidence=confidence)
-        h.cached_share = cached_share
+        h = replace(j.headline(cache, argv, file, confidence=confidence), cached_share=cached_share)
         lines += ["", h.title() + ":"]
         lines += [f"  {what + ':':<11} {text}" for what, text in h.items()]
     return "\n".join(lines) + "\n"
 
 
-def robust_pick(runs: Any) -> robust.RobustPick | None:
+def robust_pick(runs: Any, judged: Judgement | None = None) -> robust.RobustPick | None:
     """The configuration to choose when the machine may be any of the run's conditions (the
     largest file's)."""
+    j = judged or Judgement(runs)
     times: dict[str, dict[str, RoundTimes]] = {}
     limits: dict[str, RoundTimes] = {}
     for cond in condition_names(runs):
-        rows = one_file(one_condition(runs, cond))
+        rows = j.rows(cond)
         hashers = set(rows[rows["tool"] == HASHER]["label"].astype(str))
-        times[cond] = {robust.configuration(k, cond): t for k, t in by_round(rows).items() if k in hashers}
-        limit = speed_limit(rows)
+        times[cond] = {robust.configuration(k, cond): t for k, t in j.times(cond).items() if k in hashers}
+        limit = j.speed_limit(cond)
         if limit:
             limits[cond] = limit.per_round
     return robust.robust_pick(times, limits)
 
 
-def across_conditions(runs: Any) -> list[str]:
+def across_conditions(runs: Any, judged: Judgement | None = None) -> list[str]:
     """summary.txt's lines for a run of several conditions: each one's winner, then the robust pick."""
+    j = judged or Judgement(runs)
     return robust.lines(int(one_file(runs)["file_size"].max()),
-                        [(c, headline(runs, "", None, None, c)) for c in condition_names(runs)], robust_pick(runs))
+                        [(c, j.headline("", None, None, c)) for c in condition_names(runs)], j.robust_pick())
 
 
 def summary_json(runs: Any, cache: str, argv: dict[str, list[str]] | None = None,
-                 confidence: float = stats.CONFIDENCE) -> dict[str, Any]:
+                 confidence: float = stats.CONFIDENCE, judged: Judgement | None = None) -> dict[str, Any]:
     """summary.json: the headline, the speed limit and every command's ratio to it, machine-readable."""
-    ratios = limit_ratios(runs)
+    j = judged or Judgement(runs)
+    ratios = j.limit_ratios()
     commands = []
-    for r in command_stats(runs).itertuples():
+    for r in j.command_stats().itertuples():
         ratio = ratios.get(r.label)
         commands.append({"label": r.label, "tool": r.tool, "n": r.n, "failed": r.failed,
                          **{k: None if v != v else v for k, v in (("median_s", r.median_s), ("min_s", r.min_s),
                                                                    ("max_s", r.max_s))}, "hash": _hash_word(r.hash_ok_all),
                          "vs_limit": ratio.to_json() if ratio is not None else None})
-    headlines = [headline(runs, cache, argv, f, c, confidence).to_json() | {"condition": c} for c, f in workloads(runs)]
+    headlines = [j.headline(cache, argv, f, c, confidence).to_json() | {"condition": c} for c, f in j.workloads()]
     first = [h for h in headlines if h["condition"] == condition_names(runs)[0]]
-    pick = robust_pick(runs) if len(condition_names(runs)) > 1 else None
+    pick = j.robust_pick() if len(condition_names(runs)) > 1 else None
     return {"conditions": {"names": condition_names(runs), "robust_pick": pick.to_json() if pick else None},
             "interval": {"confidence": stats.CONFIDENCE, "method": INTERVAL_METHOD},
             "ratios": stats.RATIO_CONVENTION,
-            "headline": first[-1] if first else headline(runs, cache, argv, confidence=confidence).to_json(),
+            "headline": first[-1] if first else j.headline(cache, argv, confidence=confidence).to_json(),
             "headlines": headlines,
             "blake3_in_memory": blake3_in_memory(runs) if cache == "warm" else None,
             "commands": commands}
