@@ -191,10 +191,17 @@ $(TOOLS)/simd-%/bin/b3sum:
 # Everything the simd condition runs: `ringsum run` names this target when a level is missing.
 simd: $(foreach l,$(SIMD_LEVELS),$(call bins,$(l)) $(TOOLS)/simd-$(l)/bin/b3sum)
 
+# Offline from wheels (a seeded fleet host: PIP_FIND_LINKS), pip installs itself from its own wheel
+# into a venv made without one: ensurepip's older pip, then upgraded, took 6-13 s of a host's install,
+# this 3 s. Either way ringsum is built by the venv's setuptools, pinned just before, not by a copy
+# pip installs into an isolated build environment first (2 s).
+PIP_WHEEL := $(firstword $(wildcard $(PIP_FIND_LINKS)/pip-*.whl))
 $(VENV_OK): pyproject.toml $(PY_LOCK)
-	$(PYTHON) -m venv $(VENV)
-	PIP_CONSTRAINT=$(abspath $(PY_LOCK)) $(VENV)/bin/pip install --quiet --upgrade pip setuptools
-	PIP_CONSTRAINT=$(abspath $(PY_LOCK)) $(VENV)/bin/pip install --quiet -e '.$(if $(EXTRAS),[$(EXTRAS)])'
+	$(PYTHON) -m venv $(if $(PIP_WHEEL),--without-pip) $(VENV)
+	PIP_CONSTRAINT=$(abspath $(PY_LOCK)) $(if $(PIP_WHEEL),$(VENV)/bin/python $(PIP_WHEEL)/pip,$(VENV)/bin/pip) \
+		install --quiet --upgrade pip setuptools
+	PIP_CONSTRAINT=$(abspath $(PY_LOCK)) $(VENV)/bin/pip install --quiet --no-build-isolation \
+		-e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	@touch $@
 
 # The lock file: what a fresh venv resolves to today, with every extra, as constraints for deps.
