@@ -5,8 +5,9 @@ against the good build in the same interleaved rounds, as `ringsum check --again
 verdict is git bisect's, with the evidence: bad (slower: the interval of a command's time ratio,
 or all hashers' pooled, lies above 1 + threshold), good (the pooled interval rules out a slowdown
 beyond the threshold), or skip (a build or a command that fails, or an interval the check cannot
-decide, measured again with twice the rounds): never a guess. The question is time: a change in the I/O counters (`ringsum check`
-judges those too) is no slower commit by itself, and three probes a step are too few to bisect by.
+decide, even measured again with twice the rounds): never a guess. The question is time: a change
+in the I/O counters (`ringsum check` judges those too) is no slower commit by itself, and three
+probes a step are too few to bisect by.
 git bisect runs in a bare clone inside the run directory, so the repository and its working tree
 are never touched.
 
