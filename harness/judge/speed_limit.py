@@ -9,6 +9,8 @@ the runs table (`harness.judge.results.read_runs()`).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,16 +139,20 @@ def speed_limit(runs: Any, file: str | None = None) -> SpeedLimit | None:
                       readers={lbl: stats.median_interval(t.values()).median for lbl, t in times.items()})
 
 
-def limit_ratios(runs: Any) -> dict[str, stats.Estimate]:
+def limit_ratios(runs: Any, limit_of: Callable[[str, str], SpeedLimit | None] | None = None,
+                 times_of: Callable[[str, str], dict[str, RoundTimes]] | None = None) -> dict[str, stats.Estimate]:
     """label -> its time / its file's speed limit, paired per round (commands of files without a limit
-    are left out)."""
+    are left out). `limit_of` and `times_of` (condition, file) give a dataset's limit and per-round
+    times; by default they are worked out here (harness.judge.verdict.Judgement passes its own)."""
+    if limit_of is None or times_of is None:
+        rows = functools.cache(lambda cond, file: one_file(one_condition(runs, cond), file))
+        limit_of, times_of = (lambda c, f: speed_limit(rows(c, f))), (lambda c, f: by_round(rows(c, f)))
     out = {}
     for cond, file in workloads(runs):
-        rows = one_file(one_condition(runs, cond), file)
-        limit = speed_limit(rows)
+        limit = limit_of(cond, file)
         if limit is None:
             continue
-        for label, times in by_round(rows).items():
+        for label, times in times_of(cond, file).items():
             out[label] = stats.paired_rounds(times, limit.per_round)
     return out
 

@@ -18,7 +18,8 @@ from harness.judge import robust
 from harness.judge.robust import condition_names, one_condition
 from harness.judge.decision import Decision, decide
 from harness.judge.results import command_stats
-from harness.judge.speed_limit import blake3_in_memory, by_round, files_by_size, one_file, speed_limit, SpeedLimit, workloads
+from harness.judge.speed_limit import (blake3_in_memory, by_round, files_by_size, limit_ratios, one_file, speed_limit,
+                                      SpeedLimit, workloads)
 from harness.units import about_size, format_rate, format_size
 
 RoundTimes = stats.RoundTimes
@@ -196,18 +197,20 @@ class Judgement:
             self._made[key] = make()
         return self._made[key]
 
+    def _condition(self, condition: str) -> Any:
+        return self._once(("condition", condition), lambda: one_condition(self.runs, condition))
+
     def _dataset(self, condition: str | None, file: str | None) -> tuple[str | None, str | None]:
         """(condition, file) as headline() would take them: the first condition, its largest file."""
         condition = condition_names(self.runs)[0] if condition is None else condition
         if file is None:
-            rows = self._once(("condition", condition), lambda: one_condition(self.runs, condition))
+            rows = self._condition(condition)
             file = files_by_size(rows)[-1] if len(rows) else None
         return condition, file
 
     def rows(self, condition: str | None = None, file: str | None = None) -> Any:
         c, f = self._dataset(condition, file)
-        return self._once(("rows", c, f), lambda: one_file(
-            self._once(("condition", c), lambda: one_condition(self.runs, c)), f))
+        return self._once(("rows", c, f), lambda: one_file(self._condition(c), f))
 
     def speed_limit(self, condition: str | None = None, file: str | None = None) -> SpeedLimit | None:
         c, f = self._dataset(condition, file)
@@ -229,16 +232,7 @@ class Judgement:
         return self._once(("workloads",), lambda: workloads(self.runs))
 
     def limit_ratios(self) -> dict[str, stats.Estimate]:
-        """speed_limit.limit_ratios() from the shared limits and times."""
-        def make() -> dict[str, stats.Estimate]:
-            out = {}
-            for cond, file in self.workloads():
-                limit = self.speed_limit(cond, file)
-                if limit is not None:
-                    for label, times in self.times(cond, file).items():
-                        out[label] = stats.paired_rounds(times, limit.per_round)
-            return out
-        return self._once(("limit_ratios",), make)
+        return self._once(("limit_ratios",), lambda: limit_ratios(self.runs, self.speed_limit, self.times))
 
     def command_stats(self) -> Any:
         return self._once(("command_stats",), lambda: command_stats(self.runs))
