@@ -410,8 +410,8 @@ test-stress: $(TEST_NEEDS)
 		$(PYTEST) -p no:cacheprovider $(STRESS_TESTS)
 
 # The hasher tests on the sanitizer builds: ASan+UBSan, and ThreadSanitizer for the programs with
-# threads. `make test` runs tests/test_hashers.py's part (tests/test_sanitizers.py, beside the machine
-# line); the modules of the line itself run under ASan here, after it (CI: test-sanitize-machine).
+# threads. `make test` runs them all: tests/test_hashers.py's part beside the machine line
+# (tests/test_sanitizers.py), the line's own modules in it (tests/test_sanitizers_machine.py); here alone.
 SANITIZE_MACHINE := tests/test_uring_b3sum.py tests/test_recursive.py
 test-sanitize: test-sanitize-machine $(call bins,tsan)
 	$(PYTEST) tests/test_sanitizers.py
