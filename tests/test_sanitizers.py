@@ -3,7 +3,8 @@ ThreadSanitizer for those whose main loop has a producer thread (RINGSUM_VARIANT
 ...) in hashers/variants/), with one large file size of the suite's four (RINGSUM_HASHER_LARGE_SIZES).
 Each program's run is one test here, so that they spread over the workers beside the machine line
 (tests/conftest.py) instead of adding their time after `make test` (the machine line's own modules
-under ASan are tests/test_sanitizers_machine.py's, in the line). A failure quotes the inner run's failures."""
+under ASan are tests/test_sanitizers_machine.py's, in the line). A failure quotes the inner run's
+failures."""
 
 from __future__ import annotations
 
