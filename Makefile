@@ -389,10 +389,10 @@ PYTEST := $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 # The checkout's own modules compiled, as pip compiles the venv's: where PYTHONDONTWRITEBYTECODE is
 # set (as in CI's environment) Python never writes them, and every `ringsum run` of the suite
 # compiled what it imports again, 0.13 s of CPU each.
-PY_SOURCES := $(shell find harness analysis tests -name '*.py')
+PY_DIRS := harness analysis tests
 BYTECODE_OK := $(BUILD)/bytecode.made
-$(BYTECODE_OK): $(PY_SOURCES) | $(VENV_OK)
-	$(VENV)/bin/python -m compileall -q harness analysis tests > /dev/null
+$(BYTECODE_OK): $(shell find $(PY_DIRS) -name '*.py') | $(VENV_OK)
+	$(VENV)/bin/python -m compileall -q $(PY_DIRS) > /dev/null
 	@mkdir -p $(@D) && touch $@
 
 # What the suite runs besides the release build (tests/test_unprivileged.py installs from the wheels;
@@ -412,11 +412,10 @@ test-stress: $(TEST_NEEDS)
 # The hasher tests on the sanitizer builds: ASan+UBSan, and ThreadSanitizer for the programs with
 # threads. `make test` runs them all: tests/test_hashers.py's part beside the machine line
 # (tests/test_sanitizers.py), the line's own modules in it (tests/test_sanitizers_machine.py); here alone.
-SANITIZE_MACHINE := tests/test_uring_b3sum.py tests/test_recursive.py
 test-sanitize: test-sanitize-machine $(call bins,tsan)
 	$(PYTEST) tests/test_sanitizers.py
 test-sanitize-machine: deps $(call bins,asan) $(TEST_HELPERS)
-	RINGSUM_BIN_DIR=$(DIR_asan)/bin $(PYTEST) $(SANITIZE_MACHINE)
+	$(PYTEST) tests/test_sanitizers_machine.py
 
 bench: deps all $(call bins,notrace) $(call bins,blake3join)
 	rm -rf $(BUILD)/bench

@@ -116,6 +116,17 @@ def ringsum(*args: str, env: dict[str, str] | None = None, timeout: float = 600)
                           timeout=timeout, cwd=REPO, env=env)
 
 
+def inner_pytest(module: str, env: dict[str, str], basetemp: Path) -> subprocess.CompletedProcess[str]:
+    """A test module run by a pytest of its own, on one worker, with ENV added to this one's (the
+    sanitizer builds' runs): its outcome, once it passed; a failure quotes the inner run's failures."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+                           "--basetemp", str(basetemp), module],
+                          cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=580)
+    failures = [ln for ln in done.stdout.splitlines() if ln.startswith(("FAILED", "ERROR"))]
+    assert done.returncode == 0, "\n".join(failures) + "\n" + done.stdout[-4000:] + done.stderr[-2000:]
+    return done
+
+
 def beside_the_line_env(lock: Path) -> dict[str, str]:
     """The environment a ringsum run needs to run beside the machine line (tests/conftest.py): a run
     lock of its own, and the system settings left alone (RINGSUM_SYSTEM_SETTINGS=leave)."""

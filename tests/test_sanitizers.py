@@ -8,17 +8,15 @@ failures."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from hashers_support import REPO, inner_pytest
+
 pytestmark = pytest.mark.independent
 
-REPO = Path(__file__).resolve().parent.parent
 THREADED = re.compile(r"^RINGSUM_VARIANT\(hash_stream_threaded,", re.MULTILINE)
 
 
@@ -40,10 +38,6 @@ def test_every_program_runs_under_a_sanitizer():
 
 @pytest.mark.parametrize(("flavour", "program"), RUNS, ids=[f"{f}-{p}" for f, p in RUNS])
 def test_hasher_suite_under(flavour: str, program: str, tmp_path: Path):
-    env = {**os.environ, "RINGSUM_BIN_DIR": str(REPO / "build" / flavour / "bin"), "RINGSUM_VARIANTS": program,
-           "RINGSUM_HASHER_LARGE_SIZES": "1"}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
-                           "--basetemp", str(tmp_path / "inner"), "tests/test_hashers.py"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=580)
-    failures = [ln for ln in done.stdout.splitlines() if ln.startswith(("FAILED", "ERROR"))]
-    assert done.returncode == 0, "\n".join(failures) + "\n" + done.stdout[-4000:] + done.stderr[-2000:]
+    inner_pytest("tests/test_hashers.py", {"RINGSUM_BIN_DIR": str(REPO / "build" / flavour / "bin"),
+                                           "RINGSUM_VARIANTS": program, "RINGSUM_HASHER_LARGE_SIZES": "1"},
+                 tmp_path / "inner")

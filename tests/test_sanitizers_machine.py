@@ -6,14 +6,12 @@ alone, took 18.6 s after `make test` in CI). A failure quotes the inner run's fa
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from hashers_support import REPO, inner_pytest
+
 ASAN_BIN = REPO / "build" / "asan" / "bin"
 MODULES = ["tests/test_uring_b3sum.py", "tests/test_recursive.py"]
 
@@ -22,10 +20,5 @@ MODULES = ["tests/test_uring_b3sum.py", "tests/test_recursive.py"]
 def test_machine_module_under_asan(module: str, tmp_path: Path):
     if not (ASAN_BIN / "uring_b3sum").is_file():
         pytest.fail(f"{ASAN_BIN}: no ASan build: make test (or make test-sanitize-machine)", pytrace=False)
-    env = {**os.environ, "RINGSUM_BIN_DIR": str(ASAN_BIN)}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
-                           "--basetemp", str(tmp_path / "inner"), module],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=580)
-    failures = [ln for ln in done.stdout.splitlines() if ln.startswith(("FAILED", "ERROR"))]
-    assert done.returncode == 0, "\n".join(failures) + "\n" + done.stdout[-4000:] + done.stderr[-2000:]
+    done = inner_pytest(module, {"RINGSUM_BIN_DIR": str(ASAN_BIN)}, tmp_path / "inner")
     assert " passed" in done.stdout.splitlines()[-1], done.stdout[-2000:]
