@@ -271,7 +271,8 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	 * 0.71-0.95 in every state but one, read back, 1.03) and on the Zen 3
 	 * (add026ac3c38: 0.88-1.03 on 2026-11-29, 1.01-1.07 the day before);
 	 * 1536K files from memory on both (1.06-1.15 on two cores, 1.06-1.10 on
-	 * one); 1280K from memory on two cores (1.07, 1.23), a tie or the ring on
+	 * one; over 205 rounds on the Zen 3's two cores a tie, 0.99, and 1M 0.96:
+	 * docs/cold-path/memmin-aa-zen3); 1280K from memory on two cores (1.07, 1.23), a tie or the ring on
 	 * one (0.86-1.00). The worst a rule of size leaves is 1280K on one core;
 	 * 1M, before, left the Zen 5's 1M trees at 1.15-1.40. A cached tree's
 	 * record (configs/tune-trees-cached.toml) sets it per machine.

@@ -24,6 +24,8 @@ RINGSUM_VARIANT(hash_stream_threaded,
 	 * (docs/cold-path.md). The ledger's cold file rows (docs/ledger.md): within
 	 * 2% of its other shapes on both machines' disks but one row, 6% behind 8
 	 * buffers on the Emerald Rapids' RAM device; no shape is within 2% on all.
+	 * 16 deep's 1-7% on the Zen 3's RAM device was noise: 1.002 of this over
+	 * 123 rounds, beside a copy of it (docs/cold-path/ram-aa-zen3).
 	 */
 	.block_size = 4u << 20,
 	.queue_depth = 8,
