@@ -22,6 +22,7 @@ VENV    := .venv
 B3SUM   := $(TOOLS)/bin/b3sum
 VENV_OK := $(VENV)/.installed
 WHEELS_OK := $(BUILD)/wheels/.made
+BYTECODE_OK := $(BUILD)/bytecode.made
 PY_LOCK := harness/requirements.lock
 BLAKE3  := $(BUILD)/vendor/blake3-$(BLAKE3_VERSION)/c
 BLAKE3_LIB := $(BUILD)/blake3-serial/libblake3.a
@@ -165,7 +166,7 @@ $(BLAKE3)/blake3.h:
 	@test -f $@ && touch $@
 
 # --- set-up: Debian packages (only what is missing), b3sum, the Python venv ---
-deps: deps-apt $(BLAKE3)/blake3.h $(B3SUM) $(VENV_OK)
+deps: deps-apt $(BLAKE3)/blake3.h $(B3SUM) $(VENV_OK) $(BYTECODE_OK)
 
 deps-apt:
 	@missing=$$(for p in $(APT_PACKAGES) $(PERF_PACKAGES) $(FLEET_APT_PACKAGES); do \
@@ -203,6 +204,14 @@ $(VENV_OK): pyproject.toml $(PY_LOCK)
 	PIP_CONSTRAINT=$(abspath $(PY_LOCK)) $(VENV)/bin/pip install --quiet --no-build-isolation \
 		-e '.$(if $(EXTRAS),[$(EXTRAS)])'
 	@touch $@
+
+# The checkout's own modules compiled, as pip compiles the venv's: where PYTHONDONTWRITEBYTECODE is
+# set (as in CI's environment) Python never writes them, and every `ringsum` process (a run, each
+# cold round's prepare) compiled what it imports again, 0.13 s of CPU each.
+PY_DIRS := harness analysis tests
+$(BYTECODE_OK): $(shell find $(PY_DIRS) -name '*.py') | $(VENV_OK)
+	$(VENV)/bin/python -m compileall -q $(PY_DIRS) > /dev/null
+	@mkdir -p $(@D) && touch $@
 
 # The lock file: what a fresh venv resolves to today, with every extra, as constraints for deps.
 lock:
@@ -386,19 +395,10 @@ export PATH := $(CURDIR)/$(TOOLS)/bin:$(PATH)
 TEST_WORKERS ?= auto
 PYTEST := $(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-# The checkout's own modules compiled, as pip compiles the venv's: where PYTHONDONTWRITEBYTECODE is
-# set (as in CI's environment) Python never writes them, and every `ringsum run` of the suite
-# compiled what it imports again, 0.13 s of CPU each.
-PY_DIRS := harness analysis tests
-BYTECODE_OK := $(BUILD)/bytecode.made
-$(BYTECODE_OK): $(shell find $(PY_DIRS) -name '*.py') | $(VENV_OK)
-	$(VENV)/bin/python -m compileall -q $(PY_DIRS) > /dev/null
-	@mkdir -p $(@D) && touch $@
-
 # What the suite runs besides the release build (tests/test_unprivileged.py installs from the wheels;
 # tests/test_sanitizers.py runs the hasher tests on the sanitizer builds).
 TEST_NEEDS := deps all $(call bins,avx2) man completions $(B3SUM_SUITE)/.built $(call bins,notrace) $(call bins,faults) \
-	      $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS) $(WHEELS_OK) $(BYTECODE_OK)
+	      $(call bins,asan) $(call bins,tsan) $(TEST_HELPERS) $(WHEELS_OK)
 test: $(TEST_NEEDS)
 	$(PYTEST) --durations=12
 
