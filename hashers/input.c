@@ -272,10 +272,11 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	 * (add026ac3c38: 0.88-1.03 on 2026-11-29, 1.01-1.07 the day before);
 	 * 1536K files from memory on both (1.06-1.15 on two cores, 1.06-1.10 on
 	 * one; over 205 rounds on the Zen 3's two cores a tie, 0.99, and 1M 0.96:
-	 * docs/cold-path/memmin-aa-zen3); 1280K from memory on two cores (1.07, 1.23), a tie or the ring on
-	 * one (0.86-1.00). The worst a rule of size leaves is 1280K on one core;
-	 * 1M, before, left the Zen 5's 1M trees at 1.15-1.40. A cached tree's
-	 * record (configs/tune-trees-cached.toml) sets it per machine.
+	 * docs/cold-path/memmin-aa-zen3); 1280K from memory on two cores (1.07,
+	 * 1.23), a tie or the ring on one (0.86-1.00). The worst a rule of size
+	 * leaves is 1280K on one core; 1M, before, left the Zen 5's 1M trees at
+	 * 1.15-1.40. A cached tree's record (configs/tune-trees-cached.toml) sets
+	 * it per machine.
 	 */
 	in->from_memory = regular && (r->cfg->path_choice == PATH_MEMORY ||
 				      (r->cfg->path_choice == PATH_AUTO && !r->cfg->knobs.direct && in->size >= r->cfg->knobs.memory_min && cached));
