@@ -275,8 +275,7 @@ static int open_input(struct ring *r, struct input *in, unsigned index)
 	 * docs/cold-path/memmin-aa-zen3); 1280K from memory on two cores (1.07,
 	 * 1.23), a tie or the ring on one (0.86-1.00). The worst a rule of size
 	 * leaves is 1280K on one core; 1M, before, left the Zen 5's 1M trees at
-	 * 1.15-1.40. A cached tree's record (configs/tune-trees-cached.toml) sets
-	 * it per machine.
+	 * 1.15-1.40. A cached tree's record (tune-trees-cached.toml) sets it.
 	 */
 	in->from_memory = regular && (r->cfg->path_choice == PATH_MEMORY ||
 				      (r->cfg->path_choice == PATH_AUTO && !r->cfg->knobs.direct && in->size >= r->cfg->knobs.memory_min && cached));
