@@ -14,8 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-# "  -l, --length LEN             output bytes ..." and "      --path auto|memory|ring  uring_b3sum: ..."
-OPTION_LINE = re.compile(r"^  (?:-(?P<short>\w), |    )--(?P<long>[\w-]+)(?: (?P<arg>\S+))?\s{2,}(?P<help>.*)$")
+# "  -l, --length LEN             output bytes ..." and "      --path auto|memory|ring  uring_b3sum: ...";
+# an option too long for its column has its help on the next line.
+OPTION_LINE = re.compile(r"^  (?:-(?P<short>\w), |    )--(?P<long>[\w-]+)(?: (?P<arg>\S+))?(?:\s{2,}(?P<help>.*))?$")
 # Words an option's value is one of, "auto|memory|ring"; a FILE value completes file names.
 CHOICES = re.compile(r"^[a-z]+(?:\|[a-z]+)+$")
 
@@ -38,10 +39,12 @@ class Option:
 
 def parse_help(text: str) -> list[Option]:
     options = []
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
         m = OPTION_LINE.match(line)
         if m:
-            summary = re.sub(r"\s*\((?:default|default:)[^)]*\)?$", "", m["help"]).strip()
+            help = m["help"] if m["help"] is not None else (lines[i + 1:] or [""])[0].strip()
+            summary = re.sub(r"\s*\((?:default|default:)[^)]*\)?$", "", help).strip()
             options.append(Option(m["long"], m["short"], m["arg"], summary))
     return options
 

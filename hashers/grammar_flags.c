@@ -12,7 +12,7 @@
 enum {
 	OPT_KEYED = 256, OPT_DERIVE_KEY, OPT_SEEK, OPT_NUM_THREADS, OPT_NO_MMAP, OPT_NO_NAMES,
 	OPT_RAW, OPT_TAG, OPT_POSITIONAL, OPT_KNOBS_JSON, OPT_PROGRESS, OPT_EFFECTIVE, OPT_NO_WISDOM,
-	OPT_WISDOM_KEY, OPT_FILES0_FROM, OPT_KNOB = 512,
+	OPT_WISDOM_KEY, OPT_FILES0_FROM, OPT_EFFECTIVE_SUMMARY, OPT_KNOB = 512,
 };
 
 /* b3sum's options and ours that are not knobs; the knobs' come first (long_options()). */
@@ -36,6 +36,7 @@ static const struct option other_options[] = {
 	{ "path",			required_argument,	NULL, 'p' },
 	{ "trace",			required_argument,	NULL, 't' },
 	{ "effective",			required_argument,	NULL, OPT_EFFECTIVE },
+	{ "effective-summary",		required_argument,	NULL, OPT_EFFECTIVE_SUMMARY },
 	{ "knobs-json",			no_argument,		NULL, OPT_KNOBS_JSON },
 	{ "no-wisdom",			no_argument,		NULL, OPT_NO_WISDOM },
 	{ "wisdom-key",			no_argument,		NULL, OPT_WISDOM_KEY },
@@ -225,7 +226,13 @@ int parse_long_form(struct options *opts, int argc, char **argv, const char *pro
 			opts->path_given = true;
 			break;
 		case 't': opts->trace_path = optarg; break;
-		case OPT_EFFECTIVE: opts->effective_path = optarg; break;
+		case OPT_EFFECTIVE:
+		case OPT_EFFECTIVE_SUMMARY:
+			if (opts->effective_path && opts->effective_summary != (c == OPT_EFFECTIVE_SUMMARY))
+				return bad_usage(prog, "--effective and --effective-summary: give one of them");
+			opts->effective_path = optarg;
+			opts->effective_summary = c == OPT_EFFECTIVE_SUMMARY;
+			break;
 		case OPT_NO_WISDOM: opts->no_wisdom = true; break;
 		case OPT_WISDOM_KEY: opts->wisdom_key = true; break;
 		case OPT_KNOBS_JSON:

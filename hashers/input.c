@@ -193,39 +193,33 @@ static void say_how(const struct ring *r, const struct input *in, const char *wh
 }
 
 /* What the harness records of the execution (runs.csv): the choices made for this file, by its place in the list. */
-static void report_effective(const struct ring *r, const struct input *in)
+static void report_effective(struct ring *r, const struct input *in)
 {
-	const char *path = in->from_memory ? "memory" : !r->have_uring ? "pread" : in->stream ? "stream" : "ring";
-
-	char depth[16] = "null";	/* the pread loop has none */
-	char staging[16];
-	char trial[160] = "null";	/* a staging given has none */
 	struct staging_trial found;
 	enum staging how = staging_now(r, in, &found);
+	struct effective_file f = {
+		.how = {
+			.path = in->from_memory ? "memory" : !r->have_uring ? "pread" : in->stream ? "stream" : "ring",
+			.block_size = r->cfg->knobs.block_size,
+			.queue_depth = r->have_uring ? (int)atomic_load(&r->depth_limit) : -1,
+			.buffers = atomic_load(&r->cells_limit),
+			.direct = in->mixed ? "\"mixed\"" : in->direct ? "true" : "false",
+			.huge_pages = r->cfg->knobs.huge_pages && r->huge_pages_advised && !in->from_memory,
+			.hashing = hashing_name(r, in),
+			.hash_threads = in->from_memory || r->cfg->hashing != HASH_SERIAL ? r->cfg->hash_threads : 1,
+		},
+		.index = r->consumer_input,
+		.ring_bytes = in->ring_bytes, .parallel_bytes = in->parallel_bytes, .cached_blocks = in->cached_blocks,
+	};
 
 	if (in->hashed_beside) {	/* in place, with no trial: ring_consume.c */
 		how = STAGE_IN_PLACE;
 		found.decided = false;
 	}
-
-	if (r->have_uring)
-		snprintf(depth, sizeof(depth), "%u", atomic_load(&r->depth_limit));
-	/* "measured": still measuring when the file ended, its tasks a half each */
-	snprintf(staging, sizeof(staging), "\"%s\"", staging_names[how]);
+	f.how.staging = staging_names[how];	/* "measured": still measuring when the file ended */
 	if (staging_given(r, in) == STAGE_MEASURED && found.decided)
-		snprintf(trial, sizeof(trial), "{\"pairs\": %u, \"prefetch_over_in_place\": %.4f, "
-			 "\"prefetch_faster_in\": %u, \"tasks\": %llu, \"cost_ns\": %.0f, \"trials\": %u}", found.pairs,
-			 found.ratio, found.prefetch_wins, found.tasks, found.cost_ns, found.trials);
-	fprintf(r->effective, "{\"index\": %u, \"path\": \"%s\", \"block_size\": %zu, \"queue_depth\": %s, "
-		"\"buffers\": %u, \"direct\": %s, \"huge_pages\": %s, \"hashing\": \"%s\", \"hash_threads\": %u, "
-		"\"staging\": %s, \"staging_trial\": %s, \"ring_bytes\": %llu, \"parallel_bytes\": %llu, "
-		"\"cached_blocks\": %llu}\n",
-		r->consumer_input, path,
-		r->cfg->knobs.block_size, depth, atomic_load(&r->cells_limit), in->mixed ? "\"mixed\"" : in->direct ? "true" : "false",
-		r->cfg->knobs.huge_pages && r->huge_pages_advised && !in->from_memory ? "true" : "false",
-		hashing_name(r, in), in->from_memory || r->cfg->hashing != HASH_SERIAL ? r->cfg->hash_threads : 1,
-		staging, trial, (unsigned long long)in->ring_bytes, (unsigned long long)in->parallel_bytes,
-		(unsigned long long)in->cached_blocks);
+		f.trial = &found;
+	effective_add(&r->effective, &f);
 }
 
 /* 0 is "a block": the default, so that a sweep passing every knob keeps it. */
@@ -431,7 +425,7 @@ void input_finish(struct ring *r, struct input *in)
 			r->cfg->prog, in->path, (unsigned long long)in->cached_blocks, (unsigned long long)in->nr_blocks);
 	if (!in->error)
 		in->error = check_unchanged(in);
-	if (in->opened && r->effective)
+	if (in->opened && r->effective.out)
 		report_effective(r, in);
 	if (in->fd >= 0 && !in->borrowed_fd) {
 		close(in->fd);

@@ -159,17 +159,17 @@ static int run(struct options *opts, const struct variant *v)
 		ring_teardown(&ring);
 		return 1;
 	}
-	if (opts->effective_path && !(ring.effective = fopen(opts->effective_path, "we"))) {
-		print_error(opts->prog, opts->effective_path, -errno);
+	if (opts->effective_path &&
+	    (ret = effective_open(&ring.effective, opts->effective_path, opts->effective_summary)) < 0) {
+		print_error(opts->prog, opts->effective_path, ret);
 		ring_teardown(&ring);
 		return 1;
 	}
 	status = hash_all(&ring, opts, v);
-	if (ring.effective && fclose(ring.effective)) {
-		print_error(opts->prog, opts->effective_path, -errno);
+	if ((ret = effective_close(&ring.effective)) < 0) {
+		print_error(opts->prog, opts->effective_path, ret);
 		status = 1;
 	}
-	ring.effective = NULL;
 	if ((ret = trace_close(&ring.trace)) < 0) {
 		print_error(opts->prog, opts->trace_path, ret);
 		status = 1;

@@ -139,7 +139,7 @@ struct ring {
 	struct io_uring_sqe *last_sqe;	/* its link flag is cleared at submit */
 	struct trace trace;
 	struct progress progress;
-	FILE *effective;		/* --effective: a line per file opened, or NULL */
+	struct effective effective;	/* --effective: a line per file opened; --effective-summary: per way */
 
 	/* the stream of files */
 	struct source *source;

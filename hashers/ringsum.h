@@ -91,6 +91,7 @@ struct options {
 	char defaults_text[4096];	/* uring_b3sum's options file; option values point into it */
 	const char *trace_path;		/* CSV of consumer runs, or NULL */
 	const char *effective_path;	/* JSON lines: how each file was really read, or NULL */
+	bool effective_summary;		/* ... a line per distinct way (--effective-summary), not per file */
 	const char *files0_from;	/* --files0-from: the names come from this file ("-": stdin), not argv */
 	struct name_list *list;		/* ... opened by parse_options(), closed by the caller */
 	char **files;
@@ -157,6 +158,34 @@ struct trace {
 	FILE *out;
 };
 
+/* --effective and --effective-summary (effective.c): the way a file was really read. */
+struct effective_choice {
+	const char *path;		/* memory, pread, stream or ring */
+	size_t block_size;
+	int queue_depth;		/* -1: the pread loop has none */
+	unsigned buffers;
+	const char *direct;		/* as JSON: true, false or "mixed" */
+	bool huge_pages;
+	const char *hashing;		/* serial, parallel, when-behind or beside */
+	unsigned hash_threads;
+	const char *staging;
+};
+
+struct effective_file {
+	struct effective_choice how;
+	unsigned index;			/* its place in the list */
+	const struct staging_trial *trial;	/* its trial's finding, or NULL: a staging given, or undecided */
+	uint64_t ring_bytes, parallel_bytes, cached_blocks;
+};
+
+struct effective {
+	FILE *out;			/* NULL: not asked for */
+	bool summary;			/* a line per distinct way at the end, not one per file */
+	int error;			/* -errno: the summary could not be kept */
+	struct effective_sum *sums;
+	unsigned nr, cap;
+};
+
 /* --progress (progress.c): drawn only when asked for and stderr is a terminal. */
 struct progress {
 	bool on;
@@ -189,6 +218,11 @@ static inline bool trace_on(const struct trace *t) { (void)t; return false; }
 #else
 static inline bool trace_on(const struct trace *t) { return t->out != NULL; }
 #endif
+
+/* effective.c */
+int effective_open(struct effective *e, const char *path, bool summary);
+void effective_add(struct effective *e, const struct effective_file *f);
+int effective_close(struct effective *e);
 
 /* progress.c */
 void progress_init(struct progress *p, const struct options *opts);

@@ -1,6 +1,6 @@
-"""What ran is what is recorded: the hashers' `--effective FILE` report and runs.csv's effective_*
-columns (harness/pipeline/effective.py), with the real hashers; a hasher without the option (an older build,
-a wrapper) still runs, its effective columns empty."""
+"""What ran is what is recorded: the hashers' `--effective FILE` and `--effective-summary FILE` reports
+and runs.csv's effective_* columns (harness/pipeline/effective.py), with the real hashers; a hasher
+without the options (an older build, a wrapper) still runs, its effective columns empty."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import csv
 import json
 import os
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -155,6 +156,69 @@ def test_a_wrapper_that_hangs_on_help_is_killed_with_what_it_started(tmp_path: P
     wrapper.write_text(f"#!/bin/sh\nsh -c 'sleep 60; : {marker}'\n")  # a child that outlives a killed shell
     wrapper.chmod(0o755)
     monkeypatch.setattr(effective, "HELP_TIMEOUT_S", 0.5)
-    assert effective.reports_effective(str(wrapper)) is False
+    assert effective.report_option(str(wrapper)) is None
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     assert left == [], f"the probe left {left} running"
+
+
+def test_the_harness_asks_for_the_summary(run_dir: Path) -> None:
+    """A line per way, not per file: the per-file lines cost a 16,384-file tree up to 1.09x its time."""
+    (report,) = (run_dir / "raw").glob("*uring_b3sum*defaults*.effective.jsonl")
+    (line,) = [json.loads(text) for text in report.read_text().splitlines()]
+    assert line["files"] == 1 and "index" not in line, line
+
+
+def test_a_build_with_the_per_file_report_alone_gets_it(tmp_path: Path) -> None:
+    """An older uring_b3sum, before --effective-summary: still recorded, a line per file."""
+    older = tmp_path / "older"
+    older.write_text('#!/bin/sh\necho "      --effective FILE         write how each file was really read"\n')
+    older.chmod(0o755)
+    assert effective.report_option(str(older)) == "--effective"
+    assert effective.report_option(str(BIN / "uring_b3sum")) == "--effective-summary"
+
+
+WAY = ("path", "block_size", "queue_depth", "buffers", "direct", "huge_pages", "hashing", "hash_threads", "staging")
+
+
+def test_the_summary_is_the_per_file_report_summed(tmp_path: Path) -> None:
+    """Ring files and a stream from stdin, every choice given so that the two executions choose alike:
+    a summary line per way, its files counted and bytes summed as the per-file lines have them."""
+    files = []
+    for i in range(40):
+        f = tmp_path / f"{i:02}.bin"
+        f.write_bytes(os.urandom(1 + 3001 * i))
+        files.append(str(f))
+    stdin = os.urandom(70_000)
+    fixed = ["--no-wisdom", "--path", "ring", "--buffered", "-q", "4", "-n", "8", "--serial-hash", "--in-place"]
+    outputs, reports = [], {}
+    for option in ("--effective", "--effective-summary"):
+        report = tmp_path / f"{option[2:]}.jsonl"
+        r = subprocess.run([str(BIN / "uring_b3sum"), *fixed, option, str(report), *files[:20], "-", *files[20:]],
+                           input=stdin, capture_output=True, check=True)
+        outputs.append(r.stdout)
+        reports[option] = [json.loads(line) for line in report.read_text().splitlines()]
+    assert outputs[0] == outputs[1]
+    per_file = reports["--effective"]
+    assert [line["index"] for line in per_file] == list(range(41))
+    files_by_way: Counter = Counter()
+    bytes_by_way: Counter = Counter()
+    for line in per_file:
+        way = tuple(line[k] for k in WAY)
+        files_by_way[way] += 1
+        bytes_by_way[way] += line["ring_bytes"]
+    summary = reports["--effective-summary"]
+    assert {line["path"] for line in summary} == {"ring", "stream"}, summary
+    assert {tuple(line[k] for k in WAY): line["files"] for line in summary} == dict(files_by_way)
+    assert {tuple(line[k] for k in WAY): line["ring_bytes"] for line in summary} == dict(bytes_by_way)
+    assert sum(line["ring_bytes"] for line in summary) == sum(map(os.path.getsize, files)) + len(stdin)
+    assert effective.read(tmp_path / "effective.jsonl") == effective.read(tmp_path / "effective-summary.jsonl")
+
+
+def test_one_report_at_a_time(tmp_path: Path) -> None:
+    f = tmp_path / "f"
+    f.write_bytes(b"x")
+    r = subprocess.run([str(BIN / "uring_b3sum"), "--effective", str(tmp_path / "a"), "--effective-summary",
+                        str(tmp_path / "b"), str(f)], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "--effective and --effective-summary: give one of them" in r.stderr
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

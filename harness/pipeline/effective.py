@@ -1,8 +1,11 @@
-"""What a hasher really did: `--effective FILE` makes it write a JSON line per file (the path it
-took, block size, depth, buffers, O_DIRECT, huge pages, how its blocks were hashed, how a cached
-file's tasks met the cache), and runs.csv records them beside the knobs asked for, so that a row
-never describes a configuration that did not run. A hasher built before the option (an older
-build under `--against`, a wrapper script) is run without it and its effective columns stay empty.
+"""What a hasher really did: `--effective-summary FILE` makes it write a JSON line per distinct way
+it read its files (the path it took, block size, depth, buffers, O_DIRECT, huge pages, how its blocks
+were hashed, how a cached file's tasks met the cache), with the files counted and bytes summed, and
+runs.csv records them beside the knobs asked for, so that a row never describes a configuration that
+did not run. A summary is a few lines at the end: the line per file that `--effective FILE` writes
+cost a cached tree of 16,384 files up to 1.09x its time (docs/cold-path/effective-cost-zen3), which
+no baseline pays. A build with `--effective` alone gets that; one built before either (an older
+build under `--against`, a wrapper script) is run without, and its effective columns stay empty.
 """
 
 from __future__ import annotations
@@ -22,25 +25,29 @@ HELP_TIMEOUT_S = 5.0
 
 
 @functools.lru_cache(maxsize=None)
-def reports_effective(exe: str) -> bool:
-    """Whether this hasher takes --effective (its --help says so)."""
+def report_option(exe: str) -> str | None:
+    """The option this hasher writes its report with (its --help names it), the summary if it has
+    one; None if neither."""
     try:  # its process group: a wrapper script that hangs is killed with what it started
         rc, out, _err = run_group([exe, "--help"], HELP_TIMEOUT_S)
     except OSError:
-        return False
-    return rc is not None and "--effective FILE" in out
+        return None
+    if rc is None:
+        return None
+    return next((o for o in ("--effective-summary", "--effective") if f"{o} FILE" in out), None)
 
 
-def with_effective(argv: list[str], report: Path) -> list[str]:
-    """The argv with --effective REPORT after the program (options come before `--` and the files)."""
-    return [argv[0], "--effective", str(report), *argv[1:]]
+def with_report(argv: list[str], option: str, report: Path) -> list[str]:
+    """The argv with OPTION REPORT after the program (options come before `--` and the files)."""
+    return [argv[0], option, str(report), *argv[1:]]
 
 
 def read(report: Path) -> dict[str, Any]:
-    """runs.csv's effective_* values from a report: each field's one value over the files, None
-    where the files differ (a path, a way of hashing, a staging: those taken, joined by +), and the
-    share of the bytes hashed from the ring's cells that were hashed on every core (None where none
-    went through the ring, and for a hasher that does not count them); {} without a report."""
+    """runs.csv's effective_* values from a report, a line per file or per way (the same fields):
+    each field's one value over the files, None where the files differ (a path, a way of hashing, a
+    staging: those taken, joined by +), and the share of the bytes hashed from the ring's cells that
+    were hashed on every core (None where none went through the ring, and for a hasher that does not
+    count them); {} without a report."""
     try:
         lines = [json.loads(line) for line in report.read_text().splitlines() if line.strip()]
     except (OSError, ValueError):

@@ -154,8 +154,9 @@ def execute(state: RunState, cmd: Command, rnd: int, position: int) -> res.RunRe
         # a share kept: the same pieces for every command of the round, other pieces each round
         argv += ["--prepare", prepare_argv(state.python, cmd.file, prep_log, cache, settle, keep, state.seed + rnd)]
     words = cmd.argv_with(str(fio_path), state.fio_files.get(cmd.file, cmd.file), state.refs[cmd.file].file_list)
-    if cmd.tool == HASHER and cmd.extra != "positional" and effective.reports_effective(words[0]):
-        words = effective.with_effective(words, report)
+    option = effective.report_option(words[0]) if cmd.tool == HASHER and cmd.extra != "positional" else None
+    if option:
+        words = effective.with_report(words, option, report)
     argv.append(shlex.join(words))
     started = utcnow()
     timeout = _timeout(state.config.run, cache)
