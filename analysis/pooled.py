@@ -3,7 +3,8 @@ the Markdown table of an A/A or repeated race in a kept run's README (docs/cold-
 
     python -m analysis.pooled RUN_DIR [RUN_DIR ...] --pair A B [--pair A B ...]
 
-A and B name a command by its label, else by its group (a wrapper's, say). A row per pair: A's time
+A and B name a command by its label, else by its group (a wrapper's, say); "X|Y" takes the first of
+X and Y that a run has, for one setting named two ways in different runs. A row per pair: A's time
 over B's in the same round, the median [95% interval] and in how many rounds A was the faster, in
 each run and over all their rounds pooled. Rounds are paired within a run only, never across runs.
 """
@@ -34,16 +35,16 @@ def round_times(run_dir: Path, names: set[str]) -> pd.DataFrame:
         raise PooledError(f"{path}: not a ringsum runs.csv (no label, group, round, wall_s)")
     runs["wall_s"] = pd.to_numeric(runs["wall_s"], errors="coerce")
     columns = {}
-    for name in sorted(names):
-        for by in ("label", "group"):
+    for spec in sorted(names):
+        for name, by in ((name, by) for name in spec.split("|") for by in ("label", "group")):
             picked = runs[runs[by] == name]
             if by == "group" and picked["label"].nunique() > 1:
                 raise PooledError(f"{path}: group {name!r} has several commands: name one by its label")
             if len(picked):
-                columns[name] = picked.groupby("round")["wall_s"].median()
+                columns[spec] = picked.groupby("round")["wall_s"].median()
                 break
         else:
-            raise PooledError(f"{path}: no command labelled or grouped {name!r}")
+            raise PooledError(f"{path}: no command labelled or grouped {spec!r}")
     return pd.DataFrame(columns)
 
 
@@ -61,7 +62,8 @@ def table(run_dirs: list[Path], pairs: list[tuple[str, str]]) -> str:
     frames = runs + [pooled] * (len(runs) > 1)
     lines = ["| A / B: median [95%], A faster in | " + " | ".join(heads) + " |", "|---" * (len(heads) + 1) + "|"]
     for a, b in pairs:
-        lines.append(f"| {a} / {b} | " + " | ".join(cell(f[a], f[b]) for f in frames) + " |")
+        row = f"{a} / {b}".replace("|", " or ")  # a | would end the Markdown cell
+        lines.append(f"| {row} | " + " | ".join(cell(f[a], f[b]) for f in frames) + " |")
     return "\n".join(lines)
 
 

@@ -32,3 +32,10 @@ def test_a_name_no_run_has_is_one_line(tmp_path: Path) -> None:
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no command labelled or grouped 'nothing'" in r.stderr
     r = pooled(str(tmp_path), "--pair", "a", "b")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "runs.csv: cannot read it" in r.stderr
+
+
+def test_one_setting_named_two_ways() -> None:
+    """"X|Y": the first a run has; the row names both."""
+    r = pooled(str(RAM_AA / "run-1"), "--pair", "deep16|w-deep", "w-defaults")
+    assert r.returncode == 0, r.stderr
+    assert "| deep16 or w-deep / w-defaults | 1.011 [0.872, 1.091], 20 of 41 |" in r.stdout
