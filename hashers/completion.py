@@ -43,8 +43,8 @@ def parse_help(text: str) -> list[Option]:
     for i, line in enumerate(lines):
         m = OPTION_LINE.match(line)
         if m:
-            help = m["help"] if m["help"] is not None else (lines[i + 1:] or [""])[0].strip()
-            summary = re.sub(r"\s*\((?:default|default:)[^)]*\)?$", "", help).strip()
+            said = m["help"] if m["help"] is not None else (lines[i + 1:] or [""])[0].strip()
+            summary = re.sub(r"\s*\((?:default|default:)[^)]*\)?$", "", said).strip()
             options.append(Option(m["long"], m["short"], m["arg"], summary))
     return options
 
