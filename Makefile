@@ -475,8 +475,8 @@ wisdom-effect: deps all
 
 # The same for a tree (configs/wisdom-effect-tree.toml): 1 GiB in 256 directories, 16,384 files of
 # 64 KiB (WISDOM_TREE_FILE_SIZE), a tune over configs/tune-trees.toml installed as the tree's record
-# (cold; or cached with WISDOM_TREE_CACHE=warm, over configs/tune-trees-cached.toml: a cached
-# tree's), then cold and cached.
+# (cold; or cached with WISDOM_TREE_CACHE=warm, over configs/tune-trees-cached.toml with a 21-round
+# final: a cached tree's), then cold and cached.
 WISDOM_TREE = $(BUILD)/wisdom-effect-tree
 WISDOM_TREE_CACHE ?= cold
 WISDOM_TREE_FILE_SIZE ?= 64K
@@ -486,8 +486,8 @@ wisdom-effect-tree: deps all
 	for d in $$(seq -w 0 255); do mkdir $(WISDOM_TREE)/tree/d$$d && \
 		head -c 4M /dev/urandom | split -b $(WISDOM_TREE_FILE_SIZE) -a 2 - $(WISDOM_TREE)/tree/d$$d/f || exit 1; done
 	URING_B3SUM_WISDOM=$(abspath $(WISDOM_TREE))/wisdom $(VENV)/bin/ringsum tune --space $(WISDOM_TREE_SPACE) \
-		--file $(WISDOM_TREE)/tree --budget 3 --install --out $(WISDOM_TREE) \
-		$(if $(filter warm,$(WISDOM_TREE_CACHE)),--warm)
+		--file $(WISDOM_TREE)/tree --install --out $(WISDOM_TREE) \
+		$(if $(filter warm,$(WISDOM_TREE_CACHE)),--warm --final-rounds 21 --budget 6,--budget 3)
 	cp $(WISDOM_TREE)/tune-*/tuned.options $(WISDOM_TREE)/tuned.options
 	$(VENV)/bin/ringsum run configs/wisdom-effect-tree.toml --file $(WISDOM_TREE)/tree --out $(WISDOM_TREE)/runs
 	$(VENV)/bin/ringsum run configs/wisdom-effect-tree.toml --file $(WISDOM_TREE)/tree --warm --out $(WISDOM_TREE)/runs

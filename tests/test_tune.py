@@ -379,3 +379,7 @@ def test_a_space_of_uring_b3sum_alone_keeps_the_rounds_a_record_needs(tmp_path):
     final = [s for s in o.stages if s["name"] == "final"][0]
     assert final["rounds"] == tune.FINAL_ROUNDS and 1 - 2 * 0.5 ** final["rounds"] >= wisdom.MIN_COVERAGE
     assert o.hasher_runs <= o.grid_runs // 4
+    # the final its comment asks for is not cut by the cap (a 5-round grid left it 5 rounds whatever was asked)
+    o = tune.search(space, simulated(space), log=lambda _: None, final_rounds=21)
+    final = [s for s in o.stages if s["name"] == "final"][0]
+    assert final["rounds"] == 21 and o.hasher_runs <= o.grid_runs // 4
