@@ -216,7 +216,7 @@ static void report_effective(struct ring *r, const struct input *in)
 		how = STAGE_IN_PLACE;
 		found.decided = false;
 	}
-	f.how.staging = staging_names[how];	/* "measured": still measuring when the file ended */
+	f.how.staging = staging_names[how];	/* "measured": still measuring at its end, its tasks a half each */
 	if (staging_given(r, in) == STAGE_MEASURED && found.decided)
 		f.trial = &found;
 	effective_add(&r->effective, &f);
