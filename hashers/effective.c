@@ -71,7 +71,7 @@ static int add_to_sum(struct effective *e, const struct effective_file *f)
 			s = &e->sums[i];
 	if (!s) {
 		if (e->nr == e->cap) {
-			unsigned cap = e->cap ? 2 * e->cap : 8;
+			unsigned cap = e->cap ? 2 * e->cap : 1;	/* a run takes a way or a few */
 			struct effective_sum *sums = realloc(e->sums, cap * sizeof(*sums));
 
 			if (!sums)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import os
 import random
 
@@ -116,3 +117,23 @@ def test_many_files_in_one_call(variant):
     result = run([program(variant), *ring_path(variant), "--block-size", "64K", *paths])
     assert result.returncode == 0
     assert result.stdout == b3sum_lines(paths)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_reports_count_every_file(variant, tmp_path):
+    """--effective's line per file and --effective-summary's per way (uring_b3sum's ring and stream: two,
+    the summary's table grown once) count the same files and bytes, under the sanitizers too."""
+    paths = [data_file(size) for size in (0, 1, 4097, 3 * MiB + 1)]
+    stdin = random.Random(5).randbytes(70_000)
+    reports = {}
+    for option in ("--effective", "--effective-summary"):
+        report = tmp_path / option.lstrip("-")
+        result = run([program(variant), *ring_path(variant), option, report, *paths, "-"], input=stdin)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines()[:len(paths)] == b3sum_lines(paths).splitlines()
+        reports[option] = [json.loads(line) for line in report.read_text().splitlines()]
+    per_file, summary = reports["--effective"], reports["--effective-summary"]
+    assert [line["index"] for line in per_file] == list(range(len(paths) + 1))
+    assert sum(line["files"] for line in summary) == len(paths) + 1
+    assert sum(line["ring_bytes"] for line in summary) == sum(line["ring_bytes"] for line in per_file)
+    assert {line["path"] for line in summary} == {line["path"] for line in per_file}
