@@ -17,23 +17,20 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.judge.load import RunDirError, load_run
+from harness.judge.results import succeeded
 from harness.stats import paired_ratio
 
 
 class PooledError(Exception):
-    """A run or a name that cannot be read: one line for the user."""
+    """A name no run has: one line for the user."""
 
 
 def round_times(run_dir: Path, names: set[str]) -> pd.DataFrame:
-    """Each name's time in each round (its executions' median there), a column per name."""
+    """Each name's time in each round (its counted executions' median there), a column per name."""
+    runs = load_run(run_dir).runs
+    runs = runs[succeeded(runs)]
     path = run_dir / "runs.csv"
-    try:
-        runs = pd.read_csv(path, keep_default_na=False, dtype={"label": str, "group": str})
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise PooledError(f"{path}: cannot read it: {e}") from None
-    if not {"label", "group", "round", "wall_s"} <= set(runs.columns):
-        raise PooledError(f"{path}: not a ringsum runs.csv (no label, group, round, wall_s)")
-    runs["wall_s"] = pd.to_numeric(runs["wall_s"], errors="coerce")
     columns = {}
     for spec in sorted(names):
         for name, by in ((name, by) for name in spec.split("|") for by in ("label", "group")):
@@ -75,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         print(table(args.run_dirs, [tuple(p) for p in args.pair]))
-    except PooledError as e:
+    except (PooledError, RunDirError) as e:
         print(f"analysis.pooled: {e}", file=sys.stderr)
         return 2
     return 0

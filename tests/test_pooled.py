@@ -31,7 +31,7 @@ def test_a_name_no_run_has_is_one_line(tmp_path: Path) -> None:
     r = pooled(str(RAM_AA / "run-1"), "--pair", "w-deep", "nothing")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no command labelled or grouped 'nothing'" in r.stderr
     r = pooled(str(tmp_path), "--pair", "a", "b")
-    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "runs.csv: cannot read it" in r.stderr
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "not a run directory (no runs.csv)" in r.stderr
 
 
 def test_one_setting_named_two_ways() -> None:
